@@ -1,0 +1,3 @@
+from anchor_ls.cli import main
+
+raise SystemExit(main())

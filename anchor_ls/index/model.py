@@ -1,0 +1,190 @@
+"""The repository graph: entities and typed edges, queried by every layer above.
+
+The graph is mutable so that an edit to one file changes only that file's part
+of it; readers take `Graph.lock` (re-entrant) while they look.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+# Relation kinds, in the order the graph JSON lists them.
+CALLS = "calls"
+INHERITS = "inherits"
+IMPORTS = "imports"
+CONTAINS = "contains"
+STRUCTURAL_KINDS = (CALLS, INHERITS, IMPORTS, CONTAINS)
+
+ENTITY_KINDS = ("module", "class", "function", "method", "constant")
+
+# A source span: 0-based (start_line, start_byte_col, end_line, end_byte_col),
+# columns in UTF-8 bytes of the line, as tree-sitter reports them.
+Span = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A module, class, function, method or module constant.
+
+    `line`/`end_line` are 1-based and inclusive (the graph JSON's fields).
+    `start_line` is the first decorator line (== line when undecorated): a tag
+    block goes above it. `name_span` locates the defined name (0-based).
+    """
+
+    id: str
+    kind: str
+    path: str
+    name: str
+    line: int
+    end_line: int
+    start_line: int
+    name_span: Span
+
+    @property
+    def qualname(self) -> str:
+        """The part of the id after `relpath:` ('' for a module)."""
+        return self.id.partition(":")[2]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Edge:
+    kind: str
+    src: str
+    dst: str
+
+
+def module_id(relpath: str) -> str:
+    return relpath
+
+
+def path_of(entity_id: str) -> str:
+    """The relpath of the file that defines `entity_id`."""
+    return entity_id.partition(":")[0]
+
+
+class Graph:
+    """Entities by id plus forward and inverse adjacency per relation kind."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.lock = threading.RLock()
+        self.entities: dict[str, Entity] = {}
+        self._by_file: dict[str, dict[str, Entity]] = defaultdict(dict)
+        self._out: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        self._in: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        # (src, dst) -> call-site spans in src's file, for call edges.
+        self._sites: dict[tuple[str, str], list[Span]] = {}
+        # relpath -> edges whose facts come from that file (its sources).
+        self._file_edges: dict[str, set[Edge]] = defaultdict(set)
+
+    # ----- queries -------------------------------------------------------
+    def entity(self, entity_id: str) -> Entity | None:
+        return self.entities.get(entity_id)
+
+    def out(self, kind: str, src: str) -> list[str]:
+        """Targets of `kind` edges from `src`, sorted."""
+        return sorted(self._out[kind].get(src, ()))
+
+    def into(self, kind: str, dst: str) -> list[str]:
+        """Sources of `kind` edges into `dst`, sorted."""
+        return sorted(self._in[kind].get(dst, ()))
+
+    def out_degree(self, kind: str, src: str) -> int:
+        return len(self._out[kind].get(src, ()))
+
+    def in_degree(self, kind: str, dst: str) -> int:
+        return len(self._in[kind].get(dst, ()))
+
+    def sites(self, src: str, dst: str) -> list[Span]:
+        """Where in src's file the calls of dst are (empty for other kinds)."""
+        return list(self._sites.get((src, dst), ()))
+
+    def files(self) -> list[str]:
+        return sorted(p for p, ents in self._by_file.items() if ents)
+
+    def file_entities(self, relpath: str) -> list[Entity]:
+        """Entities defined in one file, in source order (module first)."""
+        ents = self._by_file.get(relpath, {})
+        return sorted(ents.values(), key=lambda e: (e.line, e.kind != "module", e.id))
+
+    def entity_at(self, relpath: str, line: int) -> Entity | None:
+        """The innermost entity whose lines (decorators included) hold 0-based `line`."""
+        best: Entity | None = None
+        for ent in self._by_file.get(relpath, {}).values():
+            if ent.start_line - 1 <= line <= ent.end_line - 1 and (
+                best is None or ent.end_line - ent.start_line < best.end_line - best.start_line
+            ):
+                best = ent
+        return best
+
+    def edges(self, kind: str | None = None) -> Iterator[Edge]:
+        """All edges (of one kind), sorted by (kind, src, dst)."""
+        kinds = [kind] if kind else sorted(self._out)
+        for k in kinds:
+            table = self._out.get(k, {})
+            for src in sorted(table):
+                for dst in sorted(table[src]):
+                    yield Edge(k, src, dst)
+
+    def edge_count(self, kind: str) -> int:
+        return sum(len(d) for d in self._out.get(kind, {}).values())
+
+    def to_json(self) -> dict:
+        """The stable graph export of DESIGN.md, sorted for byte-identical output."""
+        return {
+            "root": self.root,
+            "entities": [
+                {"id": e.id, "kind": e.kind, "path": e.path, "line": e.line, "end_line": e.end_line}
+                for e in sorted(self.entities.values(), key=lambda e: e.id)
+            ],
+            "edges": [{"kind": e.kind, "src": e.src, "dst": e.dst} for e in sorted(self.edges())],
+        }
+
+    # ----- mutation (used by anchor_ls.index only) -----------------------
+    def replace_file_entities(self, relpath: str, entities: Iterable[Entity]) -> None:
+        for old in self._by_file.pop(relpath, {}).values():
+            self.entities.pop(old.id, None)
+        table = self._by_file[relpath]
+        for ent in entities:
+            table[ent.id] = ent
+            self.entities[ent.id] = ent
+
+    def replace_file_edges(
+        self, relpath: str, edges: Iterable[Edge], sites: dict[tuple[str, str], list[Span]]
+    ) -> None:
+        """Swap the edges derived from one file's source for a new set."""
+        for old in self._file_edges.pop(relpath, set()):
+            self._unlink(old)
+        new = set(edges)
+        self._file_edges[relpath] = new
+        for edge in new:
+            self._out[edge.kind][edge.src].add(edge.dst)
+            self._in[edge.kind][edge.dst].add(edge.src)
+        for key, spans in sites.items():
+            self._sites[key] = sorted(spans)
+
+    def file_edges(self, relpath: str) -> set[Edge]:
+        return set(self._file_edges.get(relpath, ()))
+
+    def drop_file(self, relpath: str) -> None:
+        self.replace_file_edges(relpath, (), {})
+        self._file_edges.pop(relpath, None)
+        self.replace_file_entities(relpath, ())
+        self._by_file.pop(relpath, None)
+
+    def _unlink(self, edge: Edge) -> None:
+        out = self._out[edge.kind].get(edge.src)
+        if out is not None:
+            out.discard(edge.dst)
+            if not out:
+                del self._out[edge.kind][edge.src]
+        inn = self._in[edge.kind].get(edge.dst)
+        if inn is not None:
+            inn.discard(edge.src)
+            if not inn:
+                del self._in[edge.kind][edge.dst]
+        if edge.kind == CALLS:
+            self._sites.pop((edge.src, edge.dst), None)

@@ -1,0 +1,51 @@
+"""Repository-level figures the tag policy is chosen from (the CodeAnchor study's rule)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from anchor_ls.index.model import CALLS, STRUCTURAL_KINDS, Graph
+
+HUB_DEGREE = 10
+
+
+@dataclass(slots=True)
+class IndexStats:
+    files: int = 0
+    entities: int = 0
+    edges: dict[str, int] = field(default_factory=dict)
+    call_sites: int = 0
+    resolved_binder: int = 0
+    resolved_jedi: int = 0
+    external: int = 0
+    unresolved: int = 0
+    mean_out_degree: float = 0.0
+    hub_share: float = 0.0
+    problems: dict[str, int] = field(default_factory=dict)
+    reparsed: int = 0
+    from_cache: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def graph_figures(graph: Graph) -> tuple[float, float]:
+    """(mean call out-degree over functions and methods, share of hubs).
+
+    A hub is a callable whose call degree (in plus out) is over HUB_DEGREE.
+    """
+    callables = [e.id for e in graph.entities.values() if e.kind in ("function", "method")]
+    if not callables:
+        return 0.0, 0.0
+    out_total = 0
+    hubs = 0
+    for ident in callables:
+        out = graph.out_degree(CALLS, ident)
+        out_total += out
+        if out + graph.in_degree(CALLS, ident) > HUB_DEGREE:
+            hubs += 1
+    return out_total / len(callables), hubs / len(callables)
+
+
+def edge_counts(graph: Graph) -> dict[str, int]:
+    return {kind: graph.edge_count(kind) for kind in STRUCTURAL_KINDS}
