@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import os
+import pickle
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from anchor_ls.index.model import Graph
-from anchor_ls.index.stats import IndexStats
+from anchor_ls import __version__
+from anchor_ls.index import facts as factlib
+from anchor_ls.index.binder import Binder, FileFacts
+from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
+from anchor_ls.index.files import Skipped, is_excluded, python_files
+from anchor_ls.index.model import Graph, path_of
+from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
+from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource
+from anchor_ls.syntax.summary import FileSummary
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
+_MAX_ROUNDS = 4
+_PARALLEL_MIN_FILES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,34 +47,430 @@ class Index:
         cache_dir: str | Path | None = None,
         exclude: Sequence[str] = (),
         use_cache: bool = True,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        workers: int | None = None,
     ) -> None:
         self.root = Path(root).resolve()
         self.graph = Graph(str(self.root))
         self.problems: dict[str, Problem] = {}
-        raise NotImplementedError
+        self.exclude = tuple(exclude)
+        self.max_file_bytes = max_file_bytes
+        self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        self._cache_dir = Path(cache_dir) if cache_dir else None
+        self._use_cache = use_cache
+        self._cache: Cache | None = None
+        self.binder = Binder()
+        self._sources: dict[str, bytes] = {}
+        self._hashes: dict[str, str] = {}
+        self._facts: dict[str, FileFacts] = {}
+        self._ids: dict[str, list[str]] = {}
+        self._stats = IndexStats()
+        self.lock = threading.RLock()  # serialises mutations
 
-    def build(self, progress: Progress | None = None) -> IndexStats:
-        """Index every Python file under root, reusing cached summaries by content hash."""
-        raise NotImplementedError
+    # ----- paths ------------------------------------------------------------
+    def relpath(self, path: str | Path) -> str | None:
+        """`path` relative to root with '/' separators, or None when outside root."""
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(self.root)
+        except ValueError:
+            try:
+                rel = Path(path).resolve().relative_to(self.root)
+            except (ValueError, OSError):
+                return None
+        text = rel.as_posix()
+        return None if text in ("", ".") else text
 
-    def update_file(self, relpath: str, text: str | bytes) -> set[str]:
-        """Re-index one file from text in memory; returns the relpaths whose facts changed."""
-        raise NotImplementedError
-
-    def reload_file(self, relpath: str) -> set[str]:
-        """Re-read one file from disk (a removal when it is gone)."""
-        raise NotImplementedError
-
-    def remove_file(self, relpath: str) -> set[str]:
-        raise NotImplementedError
+    def is_indexable(self, relpath: str) -> bool:
+        return relpath.endswith(".py") and not is_excluded(relpath, self.exclude)
 
     def source(self, relpath: str) -> bytes | None:
         """The bytes last indexed for relpath (an editor buffer or the disk)."""
-        raise NotImplementedError
+        return self._sources.get(relpath)
 
-    def relpath(self, path: str | Path) -> str | None:
-        """`path` relative to root with '/' separators, or None when outside root."""
-        raise NotImplementedError
+    def content_hash(self, relpath: str) -> str | None:
+        return self._hashes.get(relpath)
 
+    # ----- build --------------------------------------------------------------
+    def build(self, progress: Progress | None = None) -> IndexStats:
+        """Index every Python file under root, reusing cached summaries by content hash."""
+        with self.lock:
+            return self._build(progress)
+
+    def _build(self, progress: Progress | None) -> IndexStats:
+        self.problems = {}
+        self._sources, self._hashes = {}, {}
+        relpaths: list[str] = []
+        for item in python_files(self.root, self.exclude):
+            if isinstance(item, Skipped):
+                self._problem(item.path, item.kind, item.message)
+            else:
+                relpaths.append(item)
+        for rel in relpaths:
+            data = self._read(rel)
+            if data is not None:
+                self._sources[rel] = data
+                self._hashes[rel] = content_hash(data)
+        cache = self._open_cache()
+        fingerprint = self._fingerprint()
+        if cache is not None:
+            state = cache.load_graph(fingerprint)
+            if state is not None and self._restore(state, cache):
+                self._stats.from_cache = len(self._hashes)
+                self._stats.reparsed = 0
+                if progress:
+                    progress(len(self._hashes), len(self._hashes), "")
+                return self.stats()
+        summaries, reparsed = self._summaries(cache, progress)
+        self.binder.set_files(summaries)
+        self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
+        self._resolve_all(sorted(summaries), progress)
+        self._rebuild_graph()
+        self._stats = IndexStats(reparsed=reparsed, from_cache=len(summaries) - reparsed)
+        if cache is not None:
+            cache.store_graph(fingerprint, self._snapshot())
+        return self.stats()
+
+    def _read(self, rel: str) -> bytes | None:
+        path = self.root / rel
+        try:
+            size = path.stat().st_size
+            if size > self.max_file_bytes:
+                self._problem(rel, "too-large", f"{size} bytes, over the limit; skipped")
+                return None
+            return path.read_bytes()
+        except FileNotFoundError:
+            self._problem(rel, "vanished", "deleted while indexing")
+        except OSError as err:
+            kind = "symlink-loop" if err.errno == 40 else "unreadable"
+            self._problem(rel, kind, err.strerror or str(err))
+        return None
+
+    def _problem(self, path: str, kind: str, message: str) -> None:
+        self.problems[path] = Problem(path, kind, message)
+
+    def _open_cache(self) -> Cache | None:
+        if not self._use_cache:
+            return None
+        if self._cache is None:
+            folder = self._cache_dir or default_cache_dir(self.root)
+            self._cache = Cache(folder)
+            if self._cache.warning:
+                self._problem(".anchor-ls", "cache", self._cache.warning)
+        return self._cache
+
+    def _fingerprint(self) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{__version__}\0{self.exclude}\0{self.max_file_bytes}".encode())
+        for rel in sorted(self._hashes):
+            h.update(f"\0{rel}\0{self._hashes[rel]}".encode("utf-8", "surrogateescape"))
+        return h.hexdigest()
+
+    def _summaries(
+        self, cache: Cache | None, progress: Progress | None
+    ) -> tuple[dict[str, FileSummary], int]:
+        blobs = cache.summaries(self._hashes) if cache is not None else {}
+        summaries: dict[str, FileSummary] = {}
+        for rel, blob in blobs.items():
+            try:
+                summaries[rel] = pickle.loads(blob)
+            except Exception:  # a damaged row: parse the file again
+                continue
+        todo = sorted(rel for rel in self._hashes if rel not in summaries)
+        fresh: list[tuple[str, str, bytes]] = []
+        total = len(self._hashes) * 2
+        done = len(summaries)
+        for rel, result in self._summarize_many(todo):
+            done += 1
+            if progress and (done % 50 == 0 or done == len(self._hashes)):
+                progress(done, total, rel)
+            if isinstance(result, Problem):
+                self.problems[rel] = result
+                self._sources.pop(rel, None)
+                self._hashes.pop(rel, None)
+                continue
+            summary = pickle.loads(result)
+            summaries[rel] = summary
+            fresh.append((rel, self._hashes[rel], result))
+        for summary in summaries.values():
+            self._note_summary_problems(summary)
+        if cache is not None:
+            cache.store_summaries(fresh)
+        return summaries, len(todo)
+
+    def _summarize_many(self, todo: list[str]) -> Iterable[tuple[str, bytes | Problem]]:
+        jobs = [(rel, self._sources[rel], self.max_file_bytes) for rel in todo]
+        if self.workers > 1 and len(jobs) >= _PARALLEL_MIN_FILES:
+            try:
+                import multiprocessing
+
+                ctx = multiprocessing.get_context("fork")
+                with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
+                    yield from zip(todo, pool.map(_summarize_job, jobs, chunksize=16), strict=True)
+                return
+            except (OSError, RuntimeError):
+                pass  # no fork here: parse in this process
+        for job in jobs:
+            yield job[0], _summarize_job(job)
+
+    def _note_summary_problems(self, summary: FileSummary) -> None:
+        for kind, message in summary.problems:
+            self._problem(summary.path, kind, message)
+
+    # ----- resolution -----------------------------------------------------
+    def _resolve_all(self, paths: list[str], progress: Progress | None) -> None:
+        n = len(paths)
+        todo = paths
+        for _round in range(_MAX_ROUNDS):
+            grown: set[tuple[str, int]] = set()
+            for i, rel in enumerate(todo):
+                facts, contrib = self.binder.resolve_file(rel)
+                self._facts[rel] = facts
+                grown |= self.binder.set_contribution(rel, contrib)
+                if progress and _round == 0 and (i % 50 == 0 or i == n - 1):
+                    progress(n + i + 1, 2 * n, rel)
+            if not grown:
+                break
+            self.binder.clear_caches()
+            todo = paths
+
+    def _rebuild_graph(self) -> None:
+        graph = Graph(str(self.root))
+        with graph.lock:
+            for rel, summary in self.binder.summaries.items():
+                graph.replace_file_entities(rel, factlib.entities(summary))
+            for rel, summary in self.binder.summaries.items():
+                edges, sites = factlib.edges(summary, self._facts[rel], self._ids)
+                graph.replace_file_edges(rel, edges, sites)
+        self.graph = graph
+
+    # ----- incremental ----------------------------------------------------
+    def update_file(self, relpath: str, text: str | bytes) -> set[str]:
+        """Re-index one file from text in memory; returns the relpaths whose facts changed."""
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with self.lock:
+            try:
+                summary = summarize(relpath, data, limit=self.max_file_bytes)
+            except UnreadableSource as err:
+                self._problem(relpath, err.kind, str(err))
+                return self._remove(relpath)
+            self.problems.pop(relpath, None)
+            self._note_summary_problems(summary)
+            self._sources[relpath] = data
+            self._hashes[relpath] = content_hash(data)
+            return self._replace(summary)
+
+    def reload_file(self, relpath: str) -> set[str]:
+        """Re-read one file from disk (a removal when it is gone)."""
+        with self.lock:
+            data = self._read(relpath) if self.is_indexable(relpath) else None
+            if data is None:
+                return self._remove(relpath)
+            return self.update_file(relpath, data)
+
+    def remove_file(self, relpath: str) -> set[str]:
+        with self.lock:
+            self.problems.pop(relpath, None)
+            return self._remove(relpath)
+
+    def _remove(self, relpath: str) -> set[str]:
+        if relpath not in self.binder.summaries:
+            return set()
+        dependents = self._dependents(relpath, interface_changed=True)
+        before = self._edge_files(relpath)
+        self.binder.drop_file(relpath)
+        grown = self.binder.forget_contribution(relpath)
+        self._sources.pop(relpath, None)
+        self._hashes.pop(relpath, None)
+        self._facts.pop(relpath, None)
+        self._ids.pop(relpath, None)
+        with self.graph.lock:
+            self.graph.drop_file(relpath)
+        redo = (dependents | {fn[0] for fn in grown}) - {relpath}
+        return {relpath} | before | self._reresolve(redo)
+
+    def _replace(self, summary: FileSummary) -> set[str]:
+        rel = summary.path
+        old = self.binder.summaries.get(rel)
+        interface_changed = old is None or _interface(old) != _interface(summary)
+        dependents = self._dependents(rel, interface_changed) if old is not None else set()
+        if old is None:
+            dependents = self._all_importers_of_new(rel)
+        before = self._edge_files(rel)
+        self.binder.put_file(summary)
+        self._ids[rel] = factlib.scope_ids(summary)
+        with self.graph.lock:
+            self.graph.replace_file_entities(rel, factlib.entities(summary))
+        changed = self._reresolve({rel} | dependents)
+        return {rel} | before | changed
+
+    def _reresolve(self, paths: set[str]) -> set[str]:
+        """Resolve files again (one round of argument flow); returns files whose tags moved."""
+        touched: set[str] = set()
+        todo = sorted(p for p in paths if p in self.binder.summaries)
+        for _round in range(2):
+            grown: set[tuple[str, int]] = set()
+            for rel in todo:
+                facts, contrib = self.binder.resolve_file(rel)
+                self._facts[rel] = facts
+                grown |= self.binder.set_contribution(rel, contrib)
+                touched |= self._apply_edges(rel)
+            if not grown:
+                break
+            self.binder.clear_caches()
+            todo = sorted({fn[0] for fn in grown if fn[0] in self.binder.summaries})
+        return touched
+
+    def _apply_edges(self, rel: str) -> set[str]:
+        summary = self.binder.summaries[rel]
+        edges, sites = factlib.edges(summary, self._facts[rel], self._ids)
+        with self.graph.lock:
+            old = self.graph.file_edges(rel)
+            self.graph.replace_file_edges(rel, edges, sites)
+        moved = old ^ edges
+        return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}
+
+    def _edge_files(self, rel: str) -> set[str]:
+        """Files holding the other end of any edge that touches rel."""
+        out: set[str] = set()
+        with self.graph.lock:
+            for edge in self.graph.file_edges(rel):
+                out.add(path_of(edge.dst))
+            for ent in self.graph.file_entities(rel):
+                for kind in ("calls", "inherits", "imports"):
+                    out.update(path_of(src) for src in self.graph.into(kind, ent.id))
+        out.discard(rel)
+        return out
+
+    def _dependents(self, rel: str, interface_changed: bool) -> set[str]:
+        """Files whose resolution may read rel: edges into it, and importers on a new interface."""
+        out: set[str] = set()
+        with self.graph.lock:
+            for ent in self.graph.file_entities(rel):
+                for kind in ("calls", "inherits"):
+                    out.update(path_of(src) for src in self.graph.into(kind, ent.id))
+            if interface_changed:
+                todo = [rel]
+                while todo:
+                    module = todo.pop()
+                    for importer in self.graph.into("imports", module):
+                        if importer not in out:
+                            out.add(importer)
+                            if importer.endswith("__init__.py"):
+                                todo.append(importer)
+        out.discard(rel)
+        return out
+
+    def _all_importers_of_new(self, rel: str) -> set[str]:
+        """A new file: whoever mentions its module name may now resolve into it."""
+        stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
+        out = set()
+        for path, summary in self.binder.summaries.items():
+            for scope in summary.scopes:
+                if any(_mentions(b.value, stem) for b in scope.bindings) or any(
+                    stem in m for m, _level, _pos in scope.star_imports
+                ):
+                    out.add(path)
+                    break
+        return out
+
+    # ----- cache state ----------------------------------------------------
+    def _snapshot(self) -> dict:
+        return {
+            "facts": self._facts,
+            "contrib": self.binder._contrib,
+            "problems": self.problems,
+            "stats": self._stats,
+        }
+
+    def _restore(self, state: object, cache: Cache) -> bool:
+        if not isinstance(state, dict):
+            return False
+        blobs = cache.summaries(self._hashes)
+        if set(blobs) != set(self._hashes):
+            return False
+        try:
+            summaries = {rel: pickle.loads(blob) for rel, blob in blobs.items()}
+        except Exception:
+            return False
+        self.binder.set_files(summaries)
+        self.binder._contrib = state["contrib"]
+        for rel in list(state["contrib"]):
+            self.binder.set_contribution(rel, state["contrib"][rel])
+        self._facts = state["facts"]
+        self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
+        self.problems.update(state["problems"])
+        self._stats = state["stats"]
+        self._rebuild_graph()
+        return True
+
+    # ----- figures ----------------------------------------------------------
     def stats(self) -> IndexStats:
-        raise NotImplementedError
+        with self.graph.lock:
+            mean, hubs = graph_figures(self.graph)
+            stats = IndexStats(
+                files=len(self.binder.summaries),
+                entities=len(self.graph.entities),
+                edges=edge_counts(self.graph),
+                mean_out_degree=round(mean, 3),
+                hub_share=round(hubs, 4),
+                reparsed=self._stats.reparsed,
+                from_cache=self._stats.from_cache,
+            )
+        for facts in self._facts.values():
+            stats.resolved_binder += facts.resolved
+            stats.external += facts.external
+            stats.unresolved += facts.unresolved
+        stats.call_sites = stats.resolved_binder + stats.external + stats.unresolved
+        counts: dict[str, int] = {}
+        for problem in self.problems.values():
+            counts[problem.kind] = counts.get(problem.kind, 0) + 1
+        stats.problems = dict(sorted(counts.items()))
+        return stats
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+
+def _summarize_job(job: tuple[str, bytes, int]) -> bytes | Problem:
+    rel, data, limit = job
+    try:
+        summary = summarize(rel, data, limit=limit)
+    except UnreadableSource as err:
+        return Problem(rel, err.kind, str(err))
+    except RecursionError:
+        return Problem(rel, "too-deep", "nesting too deep to read; skipped")
+    return pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _interface(summary: FileSummary) -> int:
+    """A hash of what other files can see of this one (not its call sites or lines)."""
+    parts = []
+    for scope in summary.scopes:
+        parts.append(
+            (
+                scope.kind,
+                scope.qualname,
+                scope.parent,
+                repr(scope.decorators),
+                repr(scope.bases),
+                repr([(p.name, p.kind, p.annotation) for p in scope.params]),
+                repr(scope.returns),
+                repr(scope.return_values),
+                repr(scope.yields),
+                repr([(b.name, b.value) for b in scope.bindings])
+                if scope.kind in ("module", "class")
+                else "",
+                repr([(o, a, v) for o, a, v, _ in scope.attr_assigns]),
+                repr(scope.star_imports and [(m, lv) for m, lv, _ in scope.star_imports]),
+            )
+        )
+    parts.append(repr(summary.all_names))
+    return hash(tuple(parts))
+
+
+def _mentions(value: tuple, stem: str) -> bool:
+    return value[0] in ("im", "ima", "if") and (
+        stem in value[1] or (value[0] == "if" and value[3] == stem)
+    )

@@ -1,0 +1,216 @@
+"""The command line, on the same layers as the server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from anchor_ls import __version__
+from anchor_ls.index import CALLS, Index
+
+
+def _index_for(args: argparse.Namespace, path: str) -> Index:
+    root = Path(path)
+    if not root.is_dir():
+        raise SystemExit(f"anchor-ls: {path}: not a folder")
+    index = Index(root, cache_dir=args.cache, exclude=args.exclude or ())
+    index.build()
+    return index
+
+
+def _print_problems(index: Index) -> None:
+    for problem in sorted(index.problems.values(), key=lambda p: (p.path, p.kind)):
+        print(
+            f"anchor-ls: warning: {problem.path}: {problem.kind}: {problem.message}",
+            file=sys.stderr,
+        )
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    index = _index_for(args, args.path)
+    _print_problems(index)
+    stats = index.stats()
+    policy = _policy_choice(stats.mean_out_degree, args.max_items)
+    if args.json:
+        data = stats.as_dict()
+        data["policy"] = policy
+        print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
+    edges = ", ".join(f"{n} {k}" for k, n in stats.edges.items())
+    print(f"root: {index.root}")
+    print(f"files: {stats.files} ({stats.reparsed} parsed, {stats.from_cache} from cache)")
+    print(f"entities: {stats.entities}")
+    print(f"edges: {edges}")
+    print(
+        f"call sites: {stats.call_sites} ({stats.resolved_binder} resolved, "
+        f"{stats.external} outside the repository, {stats.unresolved} unresolved)"
+    )
+    print(f"mean call out-degree: {stats.mean_out_degree:.2f}; hubs: {stats.hub_share:.1%}")
+    print(f"tag policy (auto): {policy}")
+    if stats.problems:
+        print("problems: " + ", ".join(f"{n} {k}" for k, n in stats.problems.items()))
+    return 0
+
+
+def _policy_choice(mean_out_degree: float, max_items: int) -> str:
+    try:
+        from anchor_ls.tags.policy import resolve_policy
+    except ImportError:
+        return "topo" if mean_out_degree < 5 else "inv" if mean_out_degree > 8 else "topo-capped"
+    resolved = resolve_policy("auto", mean_out_degree, max_items)
+    return f"{resolved.name} (max {resolved.max_items} items; {resolved.reason})"
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    index = _index_for(args, args.path)
+    _print_problems(index)
+    with index.graph.lock:
+        data = index.graph.to_json()
+    json.dump(data, sys.stdout, indent=1 if args.pretty else None, sort_keys=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _find_targets(index: Index, target: str) -> list[str]:
+    graph = index.graph
+    if target in graph.entities:
+        return [target]
+    suffix = target.lstrip(".:")
+    return sorted(
+        ident
+        for ident, ent in graph.entities.items()
+        if ent.qualname == suffix or ent.qualname.endswith("." + suffix)
+    )
+
+
+def _cmd_neighbours(args: argparse.Namespace, inverse: bool) -> int:
+    index = _index_for(args, args.path)
+    targets = _find_targets(index, args.target)
+    if not targets:
+        print(f"anchor-ls: no entity matches {args.target!r}", file=sys.stderr)
+        return 1
+    graph = index.graph
+    for ident in targets:
+        others = graph.into(CALLS, ident) if inverse else graph.out(CALLS, ident)
+        if len(targets) > 1:
+            print(f"{ident}:")
+        for other in others:
+            src, dst = (other, ident) if inverse else (ident, other)
+            ent = graph.entity(src)
+            lines = sorted({span[0] + 1 for span in graph.sites(src, dst)})
+            where = f"{ent.path}:{lines[0]}" if ent and lines else ""
+            prefix = "  " if len(targets) > 1 else ""
+            print(f"{prefix}{other}" + (f"\t{where}" if where else ""))
+    return 0
+
+
+def cmd_callers(args: argparse.Namespace) -> int:
+    return _cmd_neighbours(args, inverse=True)
+
+
+def cmd_callees(args: argparse.Namespace) -> int:
+    return _cmd_neighbours(args, inverse=False)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from anchor_ls.server.app import run
+
+    tcp = None
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        tcp = (host or "127.0.0.1", int(port))
+    run(tcp)
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    from anchor_ls.tags import commands
+
+    return commands.tag(args, _index_for(args, args.path))
+
+
+def cmd_strip(args: argparse.Namespace) -> int:
+    from anchor_ls.tags import commands
+
+    return commands.strip(args)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from anchor_ls.tags import commands
+
+    return commands.check(args, _index_for(args, args.path))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="anchor-ls",
+        description="Who calls whom in a Python repository, as CodeAnchor tags.",
+    )
+    parser.add_argument("--version", action="version", version=f"anchor-ls {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def indexed(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--cache", metavar="DIR", help="cache folder (default: PATH/.anchor-ls)")
+        p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matches")
+        p.add_argument("--max-items", type=int, default=8, help="entries per tag field")
+        return p
+
+    p = sub.add_parser("serve", help="run the language server (stdio by default)")
+    p.add_argument("--tcp", metavar="HOST:PORT")
+    p.set_defaults(func=cmd_serve)
+
+    p = indexed("index", "build or refresh the index; print statistics")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_index)
+
+    p = indexed("graph", "print the graph")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("--json", action="store_true", help="JSON (the only format)")
+    p.add_argument("--pretty", action="store_true", help="indent the JSON")
+    p.set_defaults(func=cmd_graph)
+
+    for name, func in (("callers", cmd_callers), ("callees", cmd_callees)):
+        p = indexed(name, f"list the {name} of TARGET (an id or a qualified-name suffix)")
+        p.add_argument("target")
+        p.add_argument("path", nargs="?", default=".")
+        p.set_defaults(func=func)
+
+    p = indexed("tag", "materialize CodeAnchor tags: a snapshot (--out) or in place")
+    p.add_argument("path")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="DIR")
+    where.add_argument("--in-place", action="store_true")
+    p.add_argument("--policy", default="auto", choices=["auto", "topo", "inv", "dense"])
+    p.add_argument("--force", action="store_true", help="write into a non-empty --out")
+    p.add_argument("--include-git", action="store_true", help="copy .git into the snapshot")
+    p.set_defaults(func=cmd_tag)
+
+    p = sub.add_parser("strip", help="remove every CodeAnchor block")
+    p.add_argument("path")
+    p.set_defaults(func=cmd_strip)
+
+    p = indexed("check", "exit 1 where tag blocks are stale or malformed")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("--policy", default="auto", choices=["auto", "topo", "inv", "dense"])
+    p.add_argument("--require", action="store_true", help="flag definitions without blocks")
+    p.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,895 @@
+"""The fast binder: resolves call sites, bases and imports to repository entities.
+
+An abstract interpreter over file summaries. Values are small tuples:
+  ("m", relpath)        a module ('folder/' for a namespace package)
+  ("f", relpath, idx)   a function (scope idx of the file), unbound
+  ("b", relpath, idx)   a method bound to its receiver (first parameter taken)
+  ("c", relpath, idx)   a class
+  ("i", relpath, idx)   an instance of a class
+  ("I", relpath, idx)   `self`: an instance of the class or of a subclass
+  ("S", relpath, idx)   `super()` inside class idx
+  ("g", relpath, idx)   the generator a generator function returns
+  ("L", frozenset)      a container of values
+  ("D", tuple)          a dict with constant keys: ((key, frozenset), ...)
+  ("x", dotted)         something outside the repository (stdlib, third party)
+Names are looked up flow-sensitively within a scope (the latest binding that
+dominates the use, plus the conditional ones after it) and by final state from
+nested scopes. Arguments flow into parameters across calls, iterated to a
+fixpoint, so callbacks and decorated functions resolve without guessing.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from anchor_ls.index.modules import ModuleTable
+from anchor_ls.syntax.summary import Binding, CallSite, Expr, FileSummary, Scope
+
+Value = tuple
+Values = frozenset
+EMPTY: frozenset = frozenset()
+_BUILTINS = frozenset(dir(builtins))
+_PROPERTY_DECORATORS = frozenset(
+    {"property", "cached_property", "functools.cached_property", "builtins.property"}
+)
+_CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
+_MAX_ROUNDS = 4
+_MAX_VALUES = 64
+
+
+@dataclass(slots=True)
+class Ctx:
+    """Where an expression is evaluated: a scope and a point in it."""
+
+    path: str
+    scope: int
+    pos: int | None  # None: the scope's final state
+    blocks: tuple[int, ...] = ()
+    implicit: list[Value] | None = None  # property getters read while evaluating
+
+
+@dataclass(slots=True)
+class FileFacts:
+    """Everything the binder concludes from one file's source."""
+
+    calls: dict[tuple[int, str], set[Value]] = field(default_factory=dict)
+    sites: dict[tuple[int, Value], list] = field(default_factory=lambda: defaultdict(list))
+    bases: dict[int, list[Value]] = field(default_factory=dict)
+    imports: set[str] = field(default_factory=set)
+    resolved: int = 0
+    external: int = 0
+    unresolved: int = 0
+
+
+class Binder:
+    def __init__(self) -> None:
+        self.summaries: dict[str, FileSummary] = {}
+        self.modules = ModuleTable(())
+        self.param_facts: dict[tuple[str, int], dict[str, set[Value]]] = defaultdict(
+            lambda: defaultdict(set)
+        )
+        self._contrib: dict[str, dict[tuple[str, int], dict[str, set[Value]]]] = {}
+        self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
+        self.clear_caches()
+
+    # ----- program ------------------------------------------------------
+    def set_files(self, summaries: dict[str, FileSummary]) -> None:
+        self.summaries = dict(summaries)
+        self.modules = ModuleTable(self.summaries)
+        self.clear_caches()
+
+    def put_file(self, summary: FileSummary) -> None:
+        self.summaries[summary.path] = summary
+        self.modules.add(summary.path)
+        self.clear_caches()
+
+    def drop_file(self, relpath: str) -> None:
+        self.summaries.pop(relpath, None)
+        self.modules.discard(relpath)
+        self.clear_caches()
+
+    def clear_caches(self) -> None:
+        self._names: dict[tuple[str, int], dict[str, list[Binding]]] = {}
+        self._binding_values: dict[int, tuple[Binding, Values]] = {}
+        self._lookup_cache: dict[tuple, Values] = {}
+        self._returns: dict[tuple[str, int], Values] = {}
+        self._mro: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
+        self._module_attr_cache: dict[tuple[str, str], Values] = {}
+        self._in_progress: set = set()
+        self._subclasses = None
+
+    # ----- scopes and names ---------------------------------------------
+    def scope(self, path: str, idx: int) -> Scope:
+        return self.summaries[path].scopes[idx]
+
+    def names(self, path: str, idx: int) -> dict[str, list[Binding]]:
+        key = (path, idx)
+        table = self._names.get(key)
+        if table is None:
+            table = defaultdict(list)
+            scope = self.summaries[path].scopes[idx]
+            for i, param in enumerate(scope.params):
+                table[param.name].append(Binding(param.name, ("P", idx, i), -1, ()))
+            for binding in scope.bindings:
+                table[binding.name].append(binding)
+            for bindings in table.values():
+                bindings.sort(key=lambda b: b.pos)
+            self._names[key] = table
+        return table
+
+    def lookup(self, ctx: Ctx, name: str) -> Values:
+        """The values of a name used at ctx, following Python's scoping rules."""
+        path, idx = ctx.path, ctx.scope
+        summary = self.summaries[path]
+        pos, blocks = ctx.pos, ctx.blocks
+        first = True
+        while idx >= 0:
+            scope = summary.scopes[idx]
+            if scope.kind == "class" and not first:
+                idx = scope.parent
+                continue
+            if name in scope.global_names and idx != 0:
+                idx, pos, blocks = 0, None, ()
+                continue
+            bindings = self.names(path, idx).get(name)
+            if bindings:
+                return self._reaching(path, idx, name, bindings, pos, blocks)
+            if scope.star_imports:
+                found = self._star_lookup(path, scope, name)
+                if found:
+                    return found
+            idx, pos, blocks, first = scope.parent, None, (), False
+        if name in _BUILTINS:
+            return frozenset({("x", f"builtins.{name}")})
+        return EMPTY
+
+    def _reaching(
+        self,
+        path: str,
+        idx: int,
+        name: str,
+        bindings: list[Binding],
+        pos: int | None,
+        blocks: tuple[int, ...],
+    ) -> Values:
+        key = (path, idx, name, pos, blocks)
+        cached = self._lookup_cache.get(key)
+        if cached is not None:
+            return cached
+        chosen: list[Binding] = []
+        for binding in reversed(bindings):
+            if pos is not None and binding.pos > pos:
+                continue
+            chosen.append(binding)
+            if blocks[: len(binding.blocks)] == binding.blocks:
+                break
+        if not chosen:
+            chosen = bindings
+        result: set[Value] = set()
+        for binding in chosen:
+            result |= self.binding_values(path, idx, binding)
+        values = _cap(result)
+        self._lookup_cache[key] = values
+        return values
+
+    def binding_values(self, path: str, idx: int, binding: Binding) -> Values:
+        key = id(binding)
+        cached = self._binding_values.get(key)
+        if cached is not None and cached[0] is binding:
+            return cached[1]
+        if key in self._in_progress:
+            return EMPTY
+        self._in_progress.add(key)
+        try:
+            value = binding.value
+            if value[0] == "P":
+                values = self.param_values(path, value[1], value[2])
+            else:
+                values = self.eval(value, Ctx(path, idx, binding.pos, binding.blocks))
+        finally:
+            self._in_progress.discard(key)
+        self._binding_values[key] = (binding, values)
+        return values
+
+    def _star_lookup(self, path: str, scope: Scope, name: str) -> Values:
+        if name.startswith("_"):
+            return EMPTY
+        for module, level, _pos in reversed(scope.star_imports):
+            target = self.modules.resolve(module, level, path)
+            if target is None or target not in self.summaries:
+                continue
+            exported = self.summaries[target].all_names
+            if exported is not None and name not in exported:
+                continue
+            found = self.module_attr(target, name)
+            if found:
+                return found
+        return EMPTY
+
+    # ----- modules --------------------------------------------------------
+    def module_value(self, dotted: str, level: int, importer: str) -> Values:
+        target = self.modules.resolve(dotted, level, importer)
+        if target is None:
+            return frozenset({("x", dotted)}) if level == 0 and dotted else EMPTY
+        return frozenset({("m", target)})
+
+    def module_attr(self, module: str, name: str) -> Values:
+        key = (module, name)
+        cached = self._module_attr_cache.get(key)
+        if cached is not None:
+            return cached
+        if key in self._in_progress:
+            return EMPTY
+        self._in_progress.add(key)
+        try:
+            values: Values = EMPTY
+            summary = self.summaries.get(module)
+            if summary is not None:
+                bindings = self.names(module, 0).get(name)
+                if bindings:
+                    values = self._reaching(module, 0, name, bindings, None, ())
+                elif summary.scopes[0].star_imports:
+                    values = self._star_lookup(module, summary.scopes[0], name)
+            if not values:
+                sub = self.modules.submodule(module, name)
+                if sub is not None:
+                    values = frozenset({("m", sub)})
+        finally:
+            self._in_progress.discard(key)
+        self._module_attr_cache[key] = values
+        return values
+
+    # ----- expressions ----------------------------------------------------
+    def eval(self, expr: Expr, ctx: Ctx) -> Values:
+        tag = expr[0]
+        if tag == "n":
+            return self.lookup(ctx, expr[1])
+        if tag == "a":
+            return self.attribute(self.eval(expr[1], ctx), expr[2], ctx)
+        if tag == "c":
+            return self.call_result(self.eval(expr[1], ctx), expr, ctx)
+        if tag == "f":
+            scope = self.summaries[ctx.path].scopes[expr[1]]
+            kind = "c" if scope.kind == "class" else "f"
+            return frozenset({(kind, ctx.path, expr[1])})
+        if tag == "or":
+            out: set[Value] = set()
+            for part in expr[1]:
+                out |= self.eval(part, ctx)
+            return _cap(out)
+        if tag == "l":
+            elems: set[Value] = set()
+            for item in expr[1]:
+                if item[0] == "*":
+                    elems |= self.elements(self.eval(item[1], ctx))
+                else:
+                    elems |= self.eval(item, ctx)
+            return frozenset({("L", _cap(elems))}) if elems else EMPTY
+        if tag == "d":
+            keyed: dict[str, set[Value]] = defaultdict(set)
+            for key, val in expr[1]:
+                vals = self.eval(val, ctx)
+                if vals:
+                    keyed[str(key[1]) if key[0] == "k" else "*"] |= vals
+            if not keyed:
+                return EMPTY
+            return frozenset({("D", tuple(sorted((k, frozenset(v)) for k, v in keyed.items())))})
+        if tag == "s":
+            return self.subscript(self.eval(expr[1], ctx), expr[2])
+        if tag == "it":
+            return self.elements(self.eval(expr[1], ctx))
+        if tag == "ix":
+            return self.unpack(expr[1], expr[2], ctx)
+        if tag == "en":
+            return self.entered(self.eval(expr[1], ctx))
+        if tag == "ex":
+            return self.instances(self.eval(expr[1], ctx), elements=True)
+        if tag == "an":
+            return self.annotation_values(expr[1], ctx)
+        if tag == "im":
+            dotted = expr[1]
+            return self.module_value(dotted.split(".")[0], 0, ctx.path)
+        if tag == "ima":
+            return self.module_value(expr[1], expr[2], ctx.path)
+        if tag == "if":
+            module, level, name = expr[1], expr[2], expr[3]
+            target = self.modules.resolve(module, level, ctx.path)
+            if target is None:
+                if level == 0 and module:
+                    return frozenset({("x", f"{module}.{name}")})
+                return EMPTY
+            return self.module_attr(target, name)
+        return EMPTY
+
+    def attribute(self, bases: Values, name: str, ctx: Ctx) -> Values:
+        out: set[Value] = set()
+        for base in bases:
+            kind = base[0]
+            if kind == "m":
+                out |= self.module_attr(base[1], name)
+            elif kind in ("i", "I"):
+                cls = (base[1], base[2])
+                found = self.instance_attr(cls, name, ctx)
+                if kind == "I":
+                    found |= self._overrides(cls, name)
+                out |= found
+            elif kind == "c":
+                out |= self.class_attr((base[1], base[2]), name, bound=False)
+            elif kind == "S":
+                out |= self.super_attr((base[1], base[2]), name, ctx)
+            elif kind == "x":
+                out.add(("x", f"{base[1]}.{name}"))
+        return _cap(out)
+
+    def subscript(self, bases: Values, key: Expr) -> Values:
+        out: set[Value] = set()
+        for base in bases:
+            if base[0] == "L":
+                out |= base[1]
+            elif base[0] == "D":
+                wanted = str(key[1]) if key[0] == "k" else None
+                for k, vals in base[1]:
+                    if wanted is None or k in (wanted, "*"):
+                        out |= vals
+        return frozenset(out)
+
+    def elements(self, values: Values) -> Values:
+        out: set[Value] = set()
+        for v in values:
+            if v[0] == "L":
+                out |= v[1]
+            elif v[0] == "D":
+                continue  # iterating a dict gives its keys
+            elif v[0] == "g":
+                out |= self.yields((v[1], v[2]))
+        return frozenset(out)
+
+    def unpack(self, expr: Expr, index: int, ctx: Ctx) -> Values:
+        if expr[0] == "l" and index < len(expr[1]) and all(i[0] != "*" for i in expr[1]):
+            return self.eval(expr[1][index], ctx)
+        return self.elements(self.eval(expr, ctx))
+
+    def entered(self, values: Values) -> Values:
+        """What `with value as x` binds: __enter__'s result, or the value itself."""
+        out: set[Value] = set()
+        for v in values:
+            if v[0] in ("i", "I"):
+                enter = self.instance_attr((v[1], v[2]), "__enter__", None)
+                if enter:
+                    for fn in enter:
+                        if fn[0] in ("f", "b"):
+                            out |= self.returns((fn[1], fn[2]))
+                    continue
+            if v[0] in ("i", "I", "g"):
+                out.add(v)
+        return frozenset(out)
+
+    def instances(self, values: Values, elements: bool = False) -> Values:
+        out: set[Value] = set()
+        for v in values:
+            if v[0] == "c":
+                out.add(("i", v[1], v[2]))
+            elif v[0] in ("i", "I"):
+                out.add(v)
+            elif elements and v[0] == "L":
+                out |= self.instances(v[1])
+        return frozenset(out)
+
+    # ----- annotations ------------------------------------------------------
+    def annotation_values(self, ann: Expr | None, ctx: Ctx) -> Values:
+        """The values an annotated name holds: instances of the classes it names."""
+        if ann is None:
+            return EMPTY
+        tag = ann[0]
+        if tag in ("n", "a"):
+            return self.instances(self._ann_target(ann, ctx))
+        if tag == "sa":
+            return self._string_annotation(ann[1], ctx)
+        if tag == "or":
+            out: set[Value] = set()
+            for part in ann[1]:
+                out |= self.annotation_values(part, ctx)
+            return frozenset(out)
+        if tag == "g":
+            base, args = ann[1], ann[2]
+            name = base[-1] if base and base[0] in ("n", "a") else ""
+            name = base[1] if base and base[0] == "n" else (base[2] if base[0] == "a" else "")
+            if name in ("Optional", "Union", "Annotated", "Final", "ClassVar", "Required"):
+                parts = args[:1] if name in ("Annotated", "Final", "ClassVar") else args
+                return self.annotation_values(("or", parts), ctx)
+            if name in ("type", "Type"):
+                out = set()
+                for arg in args:
+                    if arg[0] in ("n", "a"):
+                        out |= {v for v in self._ann_target(arg, ctx) if v[0] == "c"}
+                return frozenset(out)
+            if name in ("dict", "Dict", "Mapping", "MutableMapping", "defaultdict"):
+                vals = self.annotation_values(args[1], ctx) if len(args) > 1 else EMPTY
+                return frozenset({("D", (("*", vals),))}) if vals else EMPTY
+            if name in ("Callable", "Literal"):
+                return EMPTY
+            elems: set[Value] = set()
+            for arg in args:
+                elems |= self.annotation_values(arg, ctx)
+            if elems:
+                return frozenset({("L", frozenset(elems))})
+            return self.instances(self._ann_target(base, ctx))
+        if tag == "l":
+            return EMPTY
+        return EMPTY
+
+    def _ann_target(self, ann: Expr, ctx: Ctx) -> Values:
+        # Annotations are read at the end of the scope chain (they may be forward references).
+        return self.eval(ann, Ctx(ctx.path, ctx.scope, None))
+
+    def _string_annotation(self, text: str, ctx: Ctx) -> Values:
+        text = text.strip()
+        if not text:
+            return EMPTY
+        if "|" in text:
+            out: set[Value] = set()
+            for part in text.split("|"):
+                out |= self._string_annotation(part, ctx)
+            return frozenset(out)
+        if text.startswith(("Optional[", "typing.Optional[")) and text.endswith("]"):
+            return self._string_annotation(text[text.index("[") + 1 : -1], ctx)
+        parts = text.split(".")
+        if not all(p.isidentifier() for p in parts):
+            return EMPTY
+        expr: Expr = ("n", parts[0])
+        for p in parts[1:]:
+            expr = ("a", expr, p)
+        return self.instances(self._ann_target(expr, ctx))
+
+    # ----- classes ------------------------------------------------------------
+    def class_bases(self, cls: tuple[str, int]) -> list[Value]:
+        path, idx = cls
+        scope = self.scope(path, idx)
+        out: list[Value] = []
+        ctx = Ctx(path, scope.parent, None)
+        for base in scope.bases:
+            for v in sorted(self.eval(base, ctx)):
+                if v not in out:
+                    out.append(v)
+        return out
+
+    def mro(self, cls: tuple[str, int]) -> list[tuple[str, int]]:
+        cached = self._mro.get(cls)
+        if cached is not None:
+            return cached
+        if cls in self._in_progress:
+            return [cls]
+        self._in_progress.add(cls)
+        try:
+            parents = [(v[1], v[2]) for v in self.class_bases(cls) if v[0] == "c"]
+            seqs = [list(self.mro(p)) for p in parents] + [parents]
+            result = [cls]
+            while True:
+                seqs = [s for s in seqs if s]
+                if not seqs:
+                    break
+                for seq in seqs:
+                    head = seq[0]
+                    if not any(head in s[1:] for s in seqs):
+                        break
+                else:  # inconsistent hierarchy: fall back to depth-first order
+                    for seq in seqs:
+                        for c in seq:
+                            if c not in result:
+                                result.append(c)
+                    break
+                result.append(head)
+                for s in seqs:
+                    if s and s[0] == head:
+                        del s[0]
+        finally:
+            self._in_progress.discard(cls)
+        self._mro[cls] = result
+        return result
+
+    def class_attr(self, cls: tuple[str, int], name: str, *, bound: bool, start: int = 0) -> Values:
+        """Look `name` up along the MRO: class-body bindings, then `Cls.name = ...`."""
+        for klass in self.mro(cls)[start:]:
+            bindings = self.names(*klass).get(name)
+            if bindings:
+                values = self._reaching(klass[0], klass[1], name, bindings, None, ())
+                return frozenset(self._bind_method(v, bound) for v in values)
+        return EMPTY
+
+    def _bind_method(self, value: Value, bound: bool) -> Value:
+        if value[0] != "f":
+            return value
+        scope = self.scope(value[1], value[2])
+        if scope.kind != "function" or self.scope(value[1], scope.parent).kind != "class":
+            return value
+        kind = self.method_kind(value[1], value[2])
+        if kind == "static":
+            return value
+        if kind == "class" or bound:
+            return ("b", value[1], value[2])
+        return value
+
+    def method_kind(self, path: str, idx: int) -> str:
+        """'static', 'class', 'property' or 'instance' from the decorators."""
+        scope = self.scope(path, idx)
+        for dec in scope.decorators:
+            name = _decorator_name(dec)
+            if name in ("staticmethod",):
+                return "static"
+            if name in ("classmethod",):
+                return "class"
+            if name in _PROPERTY_DECORATORS or name.endswith((".setter", ".getter", ".deleter")):
+                return "property"
+        return "instance"
+
+    def instance_attr(self, cls: tuple[str, int], name: str, ctx: Ctx | None) -> Values:
+        out: set[Value] = set()
+        for klass in self.mro(cls):
+            bindings = self.names(*klass).get(name)
+            if bindings:
+                values = self._reaching(klass[0], klass[1], name, bindings, None, ())
+                for v in values:
+                    if v[0] == "f" and self._is_property(v):
+                        out |= self._read_property(v, ctx)
+                    else:
+                        out.add(self._bind_method(v, True))
+                break
+        for klass in self.mro(cls):
+            for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
+                out |= self.eval(value_expr, Ctx(path, scope_idx, pos))
+        return _cap(out)
+
+    def _is_property(self, value: Value) -> bool:
+        scope = self.scope(value[1], value[2])
+        return scope.kind == "function" and self.method_kind(value[1], value[2]) == "property"
+
+    def _read_property(self, fn: Value, ctx: Ctx | None) -> Values:
+        if ctx is not None and ctx.implicit is not None:
+            ctx.implicit.append(fn)
+        return self.returns((fn[1], fn[2]))
+
+    def inst_attrs(self, cls: tuple[str, int]) -> dict[str, list]:
+        """`self.name = value` in the class's methods, by name."""
+        cached = self._inst_attrs.get(cls)
+        if cached is not None:
+            return cached
+        path, idx = cls
+        table: dict[str, list] = defaultdict(list)
+        scopes = self.summaries[path].scopes
+        for i, scope in enumerate(scopes):
+            if scope.parent != idx or scope.kind != "function" or not scope.params:
+                continue
+            receiver = scope.params[0].name
+            for method_scope in self._with_nested(path, i):
+                for obj, attr, value, pos in scopes[method_scope].attr_assigns:
+                    if obj == ("n", receiver):
+                        table[attr].append((value, path, method_scope, pos))
+        self._inst_attrs[cls] = table
+        return table
+
+    def _with_nested(self, path: str, idx: int) -> Iterable[int]:
+        yield idx
+        scopes = self.summaries[path].scopes
+        for j in range(idx + 1, len(scopes)):
+            parent = scopes[j].parent
+            while parent > idx:
+                parent = scopes[parent].parent
+            if parent == idx and scopes[j].kind != "class":
+                yield j
+            elif scopes[j].line > scopes[idx].end_line:
+                break
+
+    def super_attr(self, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
+        out: set[Value] = set()
+        for v in self.class_attr(cls, name, bound=True, start=1):
+            if v[0] == "f" and self._is_property(v):
+                out |= self._read_property(v, ctx)
+            else:
+                out.add(v)
+        return frozenset(out)
+
+    def subclasses(self, cls: tuple[str, int]) -> set[tuple[str, int]]:
+        if self._subclasses is None:
+            table: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+            for path, summary in self.summaries.items():
+                for i, scope in enumerate(summary.scopes):
+                    if scope.kind == "class" and scope.bases:
+                        for base in self.class_bases((path, i)):
+                            if base[0] == "c":
+                                table[(base[1], base[2])].add((path, i))
+            self._subclasses = table
+        out: set[tuple[str, int]] = set()
+        todo = [cls]
+        while todo:
+            for sub in self._subclasses.get(todo.pop(), ()):
+                if sub not in out:
+                    out.add(sub)
+                    todo.append(sub)
+        return out
+
+    def _overrides(self, cls: tuple[str, int], name: str) -> set[Value]:
+        out: set[Value] = set()
+        for sub in self.subclasses(cls):
+            bindings = self.names(*sub).get(name)
+            if bindings:
+                for v in self._reaching(sub[0], sub[1], name, bindings, None, ()):
+                    if v[0] == "f" and not self._is_property(v):
+                        out.add(self._bind_method(v, True))
+        return out
+
+    # ----- functions ------------------------------------------------------
+    def enclosing_class(self, path: str, idx: int) -> int | None:
+        scopes = self.summaries[path].scopes
+        while idx >= 0:
+            scope = scopes[idx]
+            if scope.kind == "function" and scopes[scope.parent].kind == "class":
+                return scope.parent
+            idx = scope.parent
+        return None
+
+    def param_values(self, path: str, idx: int, index: int) -> Values:
+        scope = self.scope(path, idx)
+        param = scope.params[index]
+        out: set[Value] = set()
+        parent = self.summaries[path].scopes[scope.parent] if scope.parent >= 0 else None
+        if index == 0 and parent is not None and parent.kind == "class" and param.kind == "pos":
+            kind = self.method_kind(path, idx)
+            if kind in ("instance", "property"):
+                out.add(("I", path, scope.parent))
+            elif kind == "class":
+                out.add(("c", path, scope.parent))
+        ctx = Ctx(path, idx, None)
+        if param.annotation is not None:
+            out |= self.annotation_values(param.annotation, ctx)
+        if param.default is not None:
+            parent_ctx = Ctx(path, scope.parent, None)
+            out |= {v for v in self.eval(param.default, parent_ctx) if v[0] != "x"}
+        out |= self.param_facts.get((path, idx), {}).get(param.name, EMPTY)
+        if param.kind == "star":
+            return frozenset({("L", frozenset(out))}) if out else EMPTY
+        return _cap(out)
+
+    def returns(self, fn: tuple[str, int]) -> Values:
+        cached = self._returns.get(fn)
+        if cached is not None:
+            return cached
+        key = ("ret", fn)
+        if key in self._in_progress:
+            return EMPTY
+        self._in_progress.add(key)
+        try:
+            path, idx = fn
+            scope = self.scope(path, idx)
+            ctx = Ctx(path, idx, None)
+            out: set[Value] = set()
+            if scope.returns is not None:
+                out |= self.annotation_values(scope.returns, ctx)
+            if scope.yields:
+                out.add(("g", path, idx))
+            else:
+                for expr in scope.return_values:
+                    out |= self.eval(expr, ctx)
+        finally:
+            self._in_progress.discard(key)
+        values = _cap(out)
+        self._returns[fn] = values
+        return values
+
+    def yields(self, fn: tuple[str, int]) -> Values:
+        path, idx = fn
+        scope = self.scope(path, idx)
+        out: set[Value] = set()
+        ctx = Ctx(path, idx, None)
+        for expr in scope.yields:
+            out |= self.eval(expr, ctx)
+        return frozenset(out)
+
+    # ----- calls ------------------------------------------------------------
+    def call_result(self, callees: Values, call: Expr, ctx: Ctx) -> Values:
+        out: set[Value] = set()
+        for v in callees:
+            kind = v[0]
+            if kind in ("f", "b"):
+                out |= self.returns((v[1], v[2]))
+            elif kind == "c":
+                out.add(("i", v[1], v[2]))
+            elif kind in ("i", "I"):
+                for fn in self.instance_attr((v[1], v[2]), "__call__", None):
+                    if fn[0] in ("f", "b"):
+                        out |= self.returns((fn[1], fn[2]))
+            elif kind == "x":
+                out |= self._external_result(v[1], call, ctx)
+        return _cap(out)
+
+    def _external_result(self, dotted: str, call: Expr, ctx: Ctx) -> Values:
+        name = dotted.removeprefix("builtins.")
+        args = call[2]
+        if name == "super":
+            cls = self.enclosing_class(ctx.path, ctx.scope)
+            if args and args[0][0] in ("n", "a"):
+                explicit = [v for v in self.eval(args[0], ctx) if v[0] == "c"]
+                if explicit:
+                    return frozenset(("S", v[1], v[2]) for v in explicit)
+            return frozenset({("S", ctx.path, cls)}) if cls is not None else EMPTY
+        if name in ("functools.partial", "partial") and args:
+            return frozenset(v for v in self.eval(args[0], ctx) if v[0] in ("f", "b", "c"))
+        if name in _CONTAINER_BUILTINS and args:
+            elems = self.elements(self.eval(args[0], ctx))
+            return frozenset({("L", elems)}) if elems else EMPTY
+        if name == "type" and len(args) == 1:
+            return frozenset(("c", v[1], v[2]) for v in self.eval(args[0], ctx) if v[0] in "iI")
+        if name in ("staticmethod", "classmethod", "property") and args:
+            return self.eval(args[0], ctx)
+        if name == "getattr" and len(args) >= 2 and args[1][0] == "k":
+            return self.attribute(self.eval(args[0], ctx), str(args[1][1]), ctx)
+        return frozenset({("x", f"{dotted}()")})
+
+    def call_targets(self, callees: Values) -> list[tuple[Value, tuple[str, int] | None, bool]]:
+        """(entity value, function whose parameters receive the arguments, bound)."""
+        out: list[tuple[Value, tuple[str, int] | None, bool]] = []
+        for v in callees:
+            kind = v[0]
+            if kind in ("f", "b"):
+                out.append((("f", v[1], v[2]), (v[1], v[2]), kind == "b"))
+            elif kind == "c":
+                out.append((v, None, False))
+                init = self.class_attr((v[1], v[2]), "__init__", bound=True)
+                for fn in init:
+                    if fn[0] in ("f", "b"):
+                        out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), True))
+            elif kind in ("i", "I"):
+                for fn in self.instance_attr((v[1], v[2]), "__call__", None):
+                    if fn[0] in ("f", "b"):
+                        out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), fn[0] == "b"))
+        return out
+
+    def resolve_file(self, path: str) -> tuple[FileFacts, dict]:
+        """Resolve every call site, base and import of one file."""
+        facts = FileFacts()
+        contrib: dict[tuple[str, int], dict[str, set[Value]]] = defaultdict(
+            lambda: defaultdict(set)
+        )
+        summary = self.summaries[path]
+        for idx, scope in enumerate(summary.scopes):
+            if scope.kind == "class":
+                facts.bases[idx] = [v for v in self.class_bases((path, idx)) if v[0] == "c"]
+            for site in scope.calls:
+                self._resolve_site(path, idx, site, facts, contrib)
+            for binding in scope.bindings:
+                tag = binding.value[0]
+                if tag in ("im", "ima", "if"):
+                    self._record_import(path, binding.value, facts)
+            for module, level, _pos in scope.star_imports:
+                target = self.modules.resolve(module, level, path)
+                if target is not None and target in self.summaries:
+                    facts.imports.add(target)
+        return facts, contrib
+
+    def _record_import(self, path: str, value: Expr, facts: FileFacts) -> None:
+        tag = value[0]
+        if tag == "if":
+            module, level, name = value[1], value[2], value[3]
+            target = self.modules.resolve(module, level, path)
+            if target is None:
+                return
+            sub = self.modules.submodule(target, name)
+            if sub is not None and sub in self.summaries and not self.names(target, 0).get(name):
+                facts.imports.add(sub)
+            elif target in self.summaries:
+                facts.imports.add(target)
+            return
+        dotted = value[1]
+        target = self.modules.resolve(dotted, value[2], path)
+        if target is not None and target in self.summaries:
+            facts.imports.add(target)
+
+    def _resolve_site(
+        self, path: str, idx: int, site: CallSite, facts: FileFacts, contrib: dict
+    ) -> None:
+        implicit: list[Value] = []
+        ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
+        callees = self.eval(site.func, ctx)
+        targets = self.call_targets(callees)
+        for fn in implicit:
+            targets.append((("f", fn[1], fn[2]), None, True))
+        if not targets:
+            if any(v[0] == "x" for v in callees):
+                facts.external += 1
+            else:
+                facts.unresolved += 1
+            return
+        facts.resolved += 1
+        arg_ctx = Ctx(path, idx, site.pos, site.blocks)
+        arg_values: list[Values] | None = None
+        for target, receiver, bound in targets:
+            facts.calls.setdefault((idx, site.kind), set()).add(target)
+            facts.sites[(idx, target)].append(site.span)
+            if receiver is None or (not site.args and not site.kwargs):
+                continue
+            if arg_values is None:
+                arg_values = [
+                    EMPTY if a[0] == "*" else _interesting(self.eval(a, arg_ctx)) for a in site.args
+                ]
+            self._flow_args(receiver, bound, site, arg_values, arg_ctx, contrib)
+
+    def _flow_args(
+        self,
+        fn: tuple[str, int],
+        bound: bool,
+        site: CallSite,
+        arg_values: list[Values],
+        ctx: Ctx,
+        contrib: dict,
+    ) -> None:
+        params = self.scope(*fn).params
+        positional = [p for p in params if p.kind in ("pos", "posonly")]
+        if bound and positional:
+            positional = positional[1:]
+        star = next((p for p in params if p.kind == "star"), None)
+        for i, values in enumerate(arg_values):
+            if site.args[i][0] == "*":
+                break
+            if not values:
+                continue
+            if i < len(positional):
+                contrib[fn][positional[i].name] |= values
+            elif star is not None:
+                contrib[fn][star.name] |= values
+        by_name = {p.name: p for p in params if p.kind in ("pos", "kwonly")}
+        for name, expr in site.kwargs:
+            param = by_name.get(name)
+            if param is None:
+                continue
+            values = _interesting(self.eval(expr, ctx))
+            if values:
+                contrib[fn][param.name] |= values
+
+    def set_contribution(self, path: str, contrib: dict) -> set[tuple[str, int]]:
+        """Record the argument values one file passes; returns functions whose facts grew."""
+        old = self._contrib.get(path, {})
+        self._contrib[path] = {fn: {k: set(v) for k, v in ps.items()} for fn, ps in contrib.items()}
+        changed: set[tuple[str, int]] = set()
+        for fn in set(old) | set(contrib):
+            if old.get(fn) != contrib.get(fn):
+                changed.add(fn)
+        for fn in changed:
+            merged: dict[str, set[Value]] = defaultdict(set)
+            for per_file in self._contrib.values():
+                for name, values in per_file.get(fn, {}).items():
+                    merged[name] |= values
+            if merged:
+                self.param_facts[fn] = merged
+            else:
+                self.param_facts.pop(fn, None)
+        return changed
+
+    def forget_contribution(self, path: str) -> set[tuple[str, int]]:
+        return self.set_contribution(path, {})
+
+
+def _decorator_name(dec: Expr) -> str:
+    if dec[0] == "c":
+        dec = dec[1]
+    parts: list[str] = []
+    while dec[0] == "a":
+        parts.append(dec[2])
+        dec = dec[1]
+    if dec[0] == "n":
+        parts.append(dec[1])
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _interesting(values: Values) -> Values:
+    """Values worth carrying into a parameter: repository things, not externals."""
+    return frozenset(v for v in values if v[0] != "x")
+
+
+def _cap(values: set[Value] | Values) -> Values:
+    if len(values) > _MAX_VALUES:
+        return frozenset(sorted(values, key=repr)[:_MAX_VALUES])
+    return frozenset(values)

@@ -1,0 +1,114 @@
+"""The SQLite cache: file summaries by content hash, plus the last resolved graph.
+
+A corrupt or foreign-version cache is thrown away and rebuilt, never trusted.
+Concurrent runs on one cache are safe: WAL mode, a busy timeout, and every
+write in one transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import sqlite3
+from pathlib import Path
+
+import platformdirs
+
+from anchor_ls import __version__
+
+SCHEMA = f"anchor-ls {__version__} cache 1"
+FILE_NAME = "index.sqlite3"
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def default_cache_dir(root: Path) -> Path:
+    """<root>/.anchor-ls when writable, else a per-repository folder in the user cache."""
+    preferred = root / ".anchor-ls"
+    try:
+        preferred.mkdir(exist_ok=True)
+        ignore = preferred / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+        probe = preferred / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return preferred
+    except OSError:
+        digest = hashlib.sha1(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        fallback = Path(platformdirs.user_cache_dir("anchor-ls")) / f"{root.name}-{digest}"
+        fallback.mkdir(parents=True, exist_ok=True)
+        return fallback
+
+
+class Cache:
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / FILE_NAME
+        self.warning: str | None = None
+        try:
+            self.db = self._open()
+        except sqlite3.DatabaseError as err:
+            self.warning = f"cache {self.path} was unreadable ({err}); rebuilt"
+            self._remove()
+            self.db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout = 30000")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None or row[0] != SCHEMA:
+            with db:
+                db.execute("DROP TABLE IF EXISTS summaries")
+                db.execute("DROP TABLE IF EXISTS graph")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS summaries (path TEXT PRIMARY KEY, hash TEXT, blob BLOB)"
+        )
+        db.execute("CREATE TABLE IF NOT EXISTS graph (key TEXT PRIMARY KEY, blob BLOB)")
+        db.execute("SELECT count(*) FROM summaries").fetchone()
+        return db
+
+    def _remove(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{self.path}{suffix}")
+
+    def summaries(self, wanted: dict[str, str]) -> dict[str, bytes]:
+        """Pickled summaries by relpath for the (relpath -> hash) pairs the cache holds."""
+        if not wanted:
+            return {}
+        try:
+            rows = self.db.execute("SELECT path, hash, blob FROM summaries").fetchall()
+        except sqlite3.DatabaseError:
+            return {}
+        return {path: blob for path, digest, blob in rows if wanted.get(path) == digest}
+
+    def store_summaries(self, items: list[tuple[str, str, bytes]]) -> None:
+        """Store (relpath, hash, pickled summary) rows, replacing older versions of those paths."""
+        if not items:
+            return
+        with contextlib.suppress(sqlite3.DatabaseError), self.db:
+            self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", items)
+
+    def load_graph(self, fingerprint: str) -> object | None:
+        try:
+            row = self.db.execute("SELECT blob FROM graph WHERE key = ?", (fingerprint,)).fetchone()
+            return pickle.loads(row[0]) if row else None
+        except (sqlite3.DatabaseError, pickle.UnpicklingError, EOFError, AttributeError):
+            return None
+
+    def store_graph(self, fingerprint: str, state: object) -> None:
+        blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        with contextlib.suppress(sqlite3.DatabaseError), self.db:
+            self.db.execute("DELETE FROM graph")
+            self.db.execute("INSERT INTO graph VALUES (?, ?)", (fingerprint, blob))
+
+    def close(self) -> None:
+        self.db.close()

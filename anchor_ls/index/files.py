@@ -1,0 +1,95 @@
+"""Which files belong to the index: a deterministic walk that survives odd trees."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".anchor-ls",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: str
+    kind: str
+    message: str
+
+
+def is_excluded(relpath: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(relpath, p) for p in patterns)
+
+
+def python_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str | Skipped]:
+    """Relpaths ('/'-separated, sorted) of the .py files under root, or why one was skipped.
+
+    Symlinked folders are not followed (no loops, nothing outside the tree);
+    a symlinked file is indexed when it points to a file inside the tree.
+    Virtual environments (a folder with pyvenv.cfg) are left out.
+    """
+    root_real = os.path.realpath(root)
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        folder = os.path.join(root, rel_dir) if rel_dir else str(root)
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as err:
+            yield Skipped(rel_dir or ".", "unreadable", f"cannot list folder: {err.strerror}")
+            continue
+        if rel_dir and any(e.name == "pyvenv.cfg" for e in entries):
+            continue
+        subdirs = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIP_DIRS and not is_excluded(rel, exclude):
+                        subdirs.append(rel)
+                    continue
+            except OSError as err:
+                yield Skipped(rel, "unreadable", err.strerror or str(err))
+                continue
+            if not entry.name.endswith(".py") or is_excluded(rel, exclude):
+                continue
+            if is_link:
+                problem = _link_problem(entry.path, root_real)
+                if problem is not None:
+                    yield Skipped(rel, *problem)
+                    continue
+            yield rel
+        stack.extend(reversed(subdirs))
+
+
+def _link_problem(path: str, root_real: str) -> tuple[str, str] | None:
+    try:
+        target = os.path.realpath(path, strict=True)
+    except OSError as err:
+        if "loop" in str(err).lower() or getattr(err, "errno", 0) == 40:
+            return ("symlink-loop", "symbolic link loop")
+        return ("unreadable", "broken symbolic link")
+    if os.path.commonpath([target, root_real]) != root_real:
+        return ("outside", "symbolic link to a file outside the repository; not followed")
+    if not os.path.isfile(target):
+        return ("unreadable", "symbolic link to something that is not a file")
+    return None

@@ -1,0 +1,87 @@
+"""Where an import statement lands: dotted module names to repository files."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+
+
+class ModuleTable:
+    """The repository's Python files as importable modules.
+
+    An absolute import is looked up from the importing file's source root (the
+    folder above its top package), then the repository root, then `src/`; a
+    folder without `__init__.py` is a namespace package. Modules not found are
+    external (the standard library, third-party code) and never linked.
+    """
+
+    def __init__(self, relpaths: Iterable[str]) -> None:
+        self.files: set[str] = set()
+        self.dirs: set[str] = set()
+        for rel in relpaths:
+            self.add(rel)
+
+    def add(self, relpath: str) -> None:
+        self.files.add(relpath)
+        parent = posixpath.dirname(relpath)
+        while parent and parent not in self.dirs:
+            self.dirs.add(parent)
+            parent = posixpath.dirname(parent)
+
+    def discard(self, relpath: str) -> None:
+        self.files.discard(relpath)
+
+    def is_package_dir(self, folder: str) -> bool:
+        return f"{folder}/__init__.py" in self.files if folder else False
+
+    def source_root(self, relpath: str) -> str:
+        folder = posixpath.dirname(relpath)
+        while folder and self.is_package_dir(folder):
+            folder = posixpath.dirname(folder)
+        return folder
+
+    def module_at(self, folder_path: str) -> str | None:
+        """The module for a path without suffix: a file, a package, or a namespace folder."""
+        if f"{folder_path}.py" in self.files:
+            return f"{folder_path}.py"
+        if f"{folder_path}/__init__.py" in self.files:
+            return f"{folder_path}/__init__.py"
+        if folder_path in self.dirs:
+            return f"{folder_path}/"
+        return None
+
+    def resolve(self, dotted: str, level: int, importer: str) -> str | None:
+        """The relpath (or 'folder/' for a namespace package) of a module, or None."""
+        parts = dotted.split(".") if dotted else []
+        if level:
+            base = posixpath.dirname(importer)
+            for _ in range(level - 1):
+                base = posixpath.dirname(base)
+            if not parts:
+                return self.module_at(base) if base else None
+            return self.module_at(posixpath.join(base, *parts))
+        if not parts:
+            return None
+        suffix = "/".join(parts)
+        roots = [self.source_root(importer), ""]
+        if "src" in self.dirs:
+            roots.append("src")
+        seen = set()
+        for root in roots:
+            if root in seen:
+                continue
+            seen.add(root)
+            found = self.module_at(f"{root}/{suffix}" if root else suffix)
+            if found is not None:
+                return found
+        return None
+
+    def submodule(self, module: str, name: str) -> str | None:
+        """`name` as a submodule of a package (or namespace folder) module."""
+        if module.endswith("/__init__.py"):
+            folder = module[: -len("/__init__.py")]
+        elif module.endswith("/"):
+            folder = module[:-1]
+        else:
+            return None
+        return self.module_at(f"{folder}/{name}")

@@ -1,0 +1,734 @@
+"""One file in, one summary out: a single walk over the tree-sitter tree.
+
+tree-sitter recovers from syntax errors, so a broken file still yields every
+definition and call outside the broken region (Python's `ast` would give none).
+"""
+
+from __future__ import annotations
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser
+
+from anchor_ls.syntax.source import MAX_FILE_BYTES, decode_source
+from anchor_ls.syntax.summary import (
+    UNKNOWN,
+    Binding,
+    CallSite,
+    Expr,
+    FileSummary,
+    Param,
+    Scope,
+    Span,
+)
+
+LANGUAGE = Language(tree_sitter_python.language())
+_parser: Parser | None = None
+
+_CONSTANT_TYPES = frozenset(
+    {"integer", "float", "true", "false", "none", "ellipsis", "comment", "escape_sequence"}
+)
+_COMPREHENSIONS = frozenset(
+    {"list_comprehension", "set_comprehension", "dictionary_comprehension", "generator_expression"}
+)
+_SEQUENCES = frozenset({"list", "tuple", "set", "expression_list", "pattern_list"})
+_TARGET_SEQUENCES = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"})
+
+
+def parser() -> Parser:
+    global _parser
+    if _parser is None:
+        _parser = Parser(LANGUAGE)
+    return _parser
+
+
+def summarize(relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES) -> FileSummary:
+    """Summarize one file; raises UnreadableSource for binaries and files over `limit`."""
+    decoded = decode_source(data, limit=limit)
+    text = decoded.text.encode("utf-8", "surrogatepass")
+    tree = parser().parse(text)
+    line_count = decoded.text.count("\n") + (0 if decoded.text.endswith("\n") else 1)
+    walker = _Walker(max(line_count, 1))
+    walker.module(tree.root_node)
+    summary = FileSummary(relpath, walker.scopes, max(line_count, 1), encoding=decoded.encoding)
+    summary.all_names = walker.all_names
+    if decoded.warning:
+        summary.problems.append(("decode", decoded.warning))
+    if tree.root_node.has_error:
+        summary.problems.append(("syntax", _first_error(tree.root_node)))
+    return summary
+
+
+def _first_error(root: Node) -> str:
+    node = root
+    while True:
+        for child in node.children:
+            if child.type == "ERROR" or child.is_missing:
+                row, col = child.start_point
+                what = f"missing {child.type}" if child.is_missing else "invalid syntax"
+                return f"{what} at line {row + 1}, column {col + 1}; the rest was read"
+            if child.has_error:
+                node = child
+                break
+        else:
+            row, col = node.start_point
+            return f"invalid syntax at line {row + 1}, column {col + 1}; the rest was read"
+
+
+def _span(node: Node) -> Span:
+    (r0, c0), (r1, c1) = node.start_point, node.end_point
+    return (r0, c0, r1, c1)
+
+
+def _text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+class _Walker:
+    def __init__(self, line_count: int) -> None:
+        module = Scope("module", "", "", -1, 1, line_count, 1, (0, 0, 0, 0))
+        self.scopes: list[Scope] = [module]
+        self.cur = 0
+        self.blocks: tuple[int, ...] = ()
+        self.block_counter = 0
+        self.stmt_pos = 0
+        self.all_names: list[str] | None = None
+
+    # ----- helpers ------------------------------------------------------
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[self.cur]
+
+    def new_block(self) -> tuple[int, ...]:
+        self.block_counter += 1
+        return (*self.blocks, self.block_counter)
+
+    def bind(self, name: str, value: Expr, pos: int) -> None:
+        scope = self.scope
+        if name in scope.global_names and scope.kind != "module":
+            # `global x; x = ...` binds in the module, but never dominates its uses there.
+            self.scopes[0].bindings.append(Binding(name, value, pos, (-1,)))
+            return
+        scope.bindings.append(Binding(name, value, pos, self.blocks))
+
+    def in_block(self, node: Node | None, blocks: tuple[int, ...] | None = None) -> None:
+        if node is None:
+            return
+        saved = self.blocks
+        self.blocks = blocks if blocks is not None else self.new_block()
+        self.body(node)
+        self.blocks = saved
+
+    # ----- statements ---------------------------------------------------
+    def module(self, root: Node) -> None:
+        self.body(root)
+
+    def body(self, node: Node) -> None:
+        for child in node.named_children:
+            self.stmt(child)
+
+    def stmt(self, node: Node) -> None:
+        t = node.type
+        self.stmt_pos = node.start_byte
+        handler = _STATEMENTS.get(t)
+        if handler is not None:
+            handler(self, node)
+        elif t in _CONSTANT_TYPES:
+            return
+        else:
+            self.expr(node)
+
+    def s_expression_statement(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "assignment":
+                self.assignment(child)
+            elif child.type == "augmented_assignment":
+                self.augmented(child)
+            else:
+                self.expr(child)
+
+    def s_block(self, node: Node) -> None:
+        self.body(node)
+
+    def s_error(self, node: Node) -> None:
+        for child in node.named_children:
+            self.stmt(child)
+
+    def s_decorated(self, node: Node) -> None:
+        definition = node.child_by_field_name("definition")
+        decorators = [c for c in node.named_children if c.type == "decorator"]
+        if definition is None:
+            for child in node.named_children:
+                self.expr(child)
+            return
+        self.definition(definition, decorators, node)
+
+    def s_function(self, node: Node) -> None:
+        self.definition(node, [], node)
+
+    def s_if(self, node: Node) -> None:
+        self.expr(node.child_by_field_name("condition"))
+        self.in_block(node.child_by_field_name("consequence"))
+        for alt in node.children_by_field_name("alternative"):
+            if alt.type == "elif_clause":
+                self.expr(alt.child_by_field_name("condition"))
+                self.in_block(alt.child_by_field_name("consequence"))
+            else:
+                self.in_block(alt.child_by_field_name("body"))
+
+    def s_for(self, node: Node) -> None:
+        right = node.child_by_field_name("right")
+        iterable = self.expr(right)
+        saved = self.blocks
+        self.blocks = self.new_block()
+        left = node.child_by_field_name("left")
+        if left is not None:
+            self.target(left, ("it", iterable), node.start_byte)
+        self.body_of(node.child_by_field_name("body"))
+        self.blocks = saved
+        alt = node.child_by_field_name("alternative")
+        if alt is not None:
+            self.in_block(alt.child_by_field_name("body"))
+
+    def body_of(self, node: Node | None) -> None:
+        if node is not None:
+            self.body(node)
+
+    def s_while(self, node: Node) -> None:
+        self.expr(node.child_by_field_name("condition"))
+        self.in_block(node.child_by_field_name("body"))
+        alt = node.child_by_field_name("alternative")
+        if alt is not None:
+            self.in_block(alt.child_by_field_name("body"))
+
+    def s_try(self, node: Node) -> None:
+        self.in_block(node.child_by_field_name("body"))
+        for child in node.named_children:
+            t = child.type
+            if t in ("except_clause", "except_group_clause"):
+                saved = self.blocks
+                self.blocks = self.new_block()
+                for part in child.named_children:
+                    if part.type == "block":
+                        self.body(part)
+                    elif part.type == "as_pattern":
+                        caught = self.expr(part.named_children[0])
+                        alias = part.child_by_field_name("alias")
+                        if alias is not None:
+                            self.target(alias, ("ex", caught), child.start_byte)
+                    else:
+                        self.expr(part)
+                self.blocks = saved
+            elif t in ("else_clause", "finally_clause"):
+                body = child.child_by_field_name("body")
+                self.in_block(body if body is not None else child)
+
+    def s_with(self, node: Node) -> None:
+        for clause in node.named_children:
+            if clause.type != "with_clause":
+                continue
+            for item in clause.named_children:
+                value = item.child_by_field_name("value")
+                if value is not None and value.type == "as_pattern":
+                    entered = self.expr(value.named_children[0])
+                    alias = value.child_by_field_name("alias")
+                    if alias is not None:
+                        self.target(alias, ("en", entered), node.start_byte)
+                else:
+                    self.expr(value)
+        self.body_of(node.child_by_field_name("body"))
+
+    def s_match(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "block":
+                for case in child.named_children:
+                    self.in_block(case.child_by_field_name("consequence"))
+            elif child.type == "case_clause":
+                self.in_block(child.child_by_field_name("consequence"))
+            else:
+                self.expr(child)
+
+    def s_return(self, node: Node) -> None:
+        for child in node.named_children:
+            self.scope.return_values.append(self.expr(child))
+
+    def s_global(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "identifier":
+                self.scope.global_names.add(_text(child))
+
+    def s_nonlocal(self, node: Node) -> None:
+        return None
+
+    def s_skip(self, node: Node) -> None:
+        return None
+
+    def s_import(self, node: Node) -> None:
+        pos = node.start_byte
+        for name in node.children_by_field_name("name"):
+            if name.type == "aliased_import":
+                dotted = _text(name.child_by_field_name("name"))
+                alias = name.child_by_field_name("alias")
+                self.bind(_text(alias), ("ima", dotted, 0), pos)
+            else:
+                dotted = _text(name)
+                self.bind(dotted.split(".")[0], ("im", dotted, 0), pos)
+
+    def s_import_from(self, node: Node) -> None:
+        pos = node.start_byte
+        module_node = node.child_by_field_name("module_name")
+        module, level = "", 0
+        if module_node is not None:
+            if module_node.type == "relative_import":
+                for part in module_node.named_children:
+                    if part.type == "import_prefix":
+                        level = _text(part).count(".")
+                    else:
+                        module = _text(part)
+            else:
+                module = _text(module_node)
+        if any(c.type == "wildcard_import" for c in node.named_children):
+            self.scope.star_imports.append((module, level, pos))
+            return
+        for name in node.children_by_field_name("name"):
+            if name.type == "aliased_import":
+                imported = _text(name.child_by_field_name("name"))
+                bound = _text(name.child_by_field_name("alias"))
+            else:
+                imported = bound = _text(name)
+            self.bind(bound, ("if", module, level, imported), pos)
+
+    # ----- definitions --------------------------------------------------
+    def definition(self, node: Node, decorators: list[Node], start: Node) -> None:
+        if node.type == "class_definition":
+            kind = "class"
+        elif node.type == "function_definition":
+            kind = "function"
+        else:
+            self.stmt(node)
+            return
+        name_node = node.child_by_field_name("name")
+        name = _text(name_node) if name_node is not None else "<anonymous>"
+        idx = self.new_scope(kind, name, node, start, name_node)
+        scope = self.scopes[idx]
+        for dec in decorators:
+            expr_node = dec.named_children[0] if dec.named_children else None
+            if expr_node is None:
+                continue
+            value = self.expr(expr_node)
+            scope.decorators.append(value)
+            target = expr_node.child_by_field_name("function") if expr_node.type == "call" else None
+            self.add_call(
+                value, (("f", idx),), (), target or expr_node, dec.start_byte, "decorator"
+            )
+        if kind == "class":
+            supers = node.child_by_field_name("superclasses")
+            if supers is not None:
+                for arg in supers.named_children:
+                    if arg.type == "keyword_argument":
+                        self.expr(arg.child_by_field_name("value"))
+                    else:
+                        scope.bases.append(self.expr(arg))
+        else:
+            scope.is_async = any(c.type == "async" for c in node.children)
+            scope.params = self.params(node.child_by_field_name("parameters"))
+            scope.returns = self.annotation(node.child_by_field_name("return_type"))
+        self.bind(name, ("f", idx), start.start_byte)
+        self.enter(idx, node.child_by_field_name("body"))
+
+    def new_scope(
+        self, kind: str, name: str, node: Node, start: Node, name_node: Node | None
+    ) -> int:
+        parent = self.scope
+        qualname = f"{parent.qualname}.{name}" if parent.qualname else name
+        scope = Scope(
+            kind,
+            name,
+            qualname,
+            self.cur,
+            node.start_point[0] + 1,
+            _end_line(node),
+            start.start_point[0] + 1,
+            _span(name_node) if name_node is not None else _span(node),
+        )
+        self.scopes.append(scope)
+        return len(self.scopes) - 1
+
+    def enter(self, idx: int, body: Node | None) -> None:
+        saved = (self.cur, self.blocks, self.stmt_pos)
+        self.cur, self.blocks = idx, ()
+        if body is not None:
+            if body.type == "block":
+                self.body(body)
+            else:  # a lambda body is one expression
+                value = self.expr(body)
+                self.scope.return_values.append(value)
+        self.cur, self.blocks, self.stmt_pos = saved
+
+    def params(self, node: Node | None) -> list[Param]:
+        params: list[Param] = []
+        if node is None:
+            return params
+        kind = "pos"
+        for child in node.named_children:
+            t = child.type
+            if t == "identifier":
+                params.append(Param(_text(child), kind, None, None))
+            elif t in ("typed_parameter", "typed_default_parameter", "default_parameter"):
+                name_node = child.child_by_field_name("name")
+                if name_node is None:  # typed_parameter holds its name as first child
+                    name_node = child.named_children[0]
+                ann = self.annotation(child.child_by_field_name("type"))
+                default = child.child_by_field_name("value")
+                value = self.expr(default) if default is not None else None
+                if name_node.type == "list_splat_pattern":
+                    params.append(Param(_text(name_node).lstrip("*"), "star", ann, None))
+                    kind = "kwonly"
+                elif name_node.type == "dictionary_splat_pattern":
+                    params.append(Param(_text(name_node).lstrip("*"), "starstar", ann, None))
+                else:
+                    params.append(Param(_text(name_node), kind, ann, value))
+            elif t == "list_splat_pattern":
+                params.append(Param(_text(child).lstrip("*"), "star", None, None))
+                kind = "kwonly"
+            elif t == "dictionary_splat_pattern":
+                params.append(Param(_text(child).lstrip("*"), "starstar", None, None))
+            elif t == "keyword_separator":
+                kind = "kwonly"
+            elif t == "positional_separator":
+                for p in params:
+                    if p.kind == "pos":
+                        p.kind = "posonly"
+        return params
+
+    def annotation(self, node: Node | None) -> Expr | None:
+        """An annotation as an expression, without recording calls (it is not run)."""
+        if node is None:
+            return None
+        if node.type == "type" and node.named_children:
+            node = node.named_children[0]
+        return _annotation(node)
+
+    # ----- assignments --------------------------------------------------
+    def assignment(self, node: Node) -> Expr:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        ann = self.annotation(node.child_by_field_name("type"))
+        pos = node.end_byte
+        if right is None:
+            value: Expr = UNKNOWN
+        elif right.type == "assignment":
+            value = self.assignment(right)
+        elif right.type == "lambda" and left is not None and left.type == "identifier":
+            value = self.named_lambda(right, _text(left))
+        else:
+            value = self.expr(right)
+        if ann is not None:
+            value = ("or", (value, ("an", ann))) if right is not None else ("an", ann)
+        if left is not None:
+            if left.type == "identifier" and _text(left) == "__all__" and self.cur == 0:
+                self.record_all(value)
+            self.target(left, value, pos)
+        return value
+
+    def named_lambda(self, node: Node, name: str) -> Expr:
+        idx = self.new_scope("lambda", name, node, node, None)
+        self.scopes[idx].params = self.params(node.child_by_field_name("parameters"))
+        self.enter(idx, node.child_by_field_name("body"))
+        return ("f", idx)
+
+    def record_all(self, value: Expr) -> None:
+        if value[0] == "l" and all(item[0] == "k" for item in value[1]):
+            self.all_names = [str(item[1]) for item in value[1]]
+
+    def augmented(self, node: Node) -> None:
+        left = node.child_by_field_name("left")
+        right = self.expr(node.child_by_field_name("right"))
+        if left is not None and left.type == "identifier":
+            name = _text(left)
+            if name == "__all__" and self.cur == 0 and self.all_names is not None:
+                if right[0] == "l" and all(item[0] == "k" for item in right[1]):
+                    self.all_names.extend(str(item[1]) for item in right[1])
+        elif left is not None:
+            self.expr(left)
+
+    def target(self, node: Node, value: Expr, pos: int) -> None:
+        t = node.type
+        if t == "identifier":
+            self.bind(_text(node), value, pos)
+        elif t == "attribute":
+            obj = self.expr(node.child_by_field_name("object"))
+            attr = node.child_by_field_name("attribute")
+            if attr is not None:
+                self.scope.attr_assigns.append((obj, _text(attr), value, pos))
+        elif t in _TARGET_SEQUENCES:
+            items = node.named_children
+            for i, item in enumerate(items):
+                if item.type in ("list_splat_pattern", "list_splat"):
+                    inner = item.named_children
+                    if inner:
+                        self.target(inner[0], ("l", (("it", value),)), pos)
+                else:
+                    self.target(item, ("ix", value, i), pos)
+        elif t in ("parenthesized_expression", "as_pattern_target"):
+            for child in node.named_children:
+                self.target(child, value, pos)
+        elif t == "subscript":
+            self.expr(node)
+        else:
+            self.expr(node)
+
+    # ----- expressions --------------------------------------------------
+    def expr(self, node: Node | None) -> Expr:
+        if node is None:
+            return UNKNOWN
+        t = node.type
+        if t == "identifier":
+            return ("n", _text(node))
+        if t == "attribute":
+            attr = node.child_by_field_name("attribute")
+            base = self.expr(node.child_by_field_name("object"))
+            return ("a", base, _text(attr)) if attr is not None else UNKNOWN
+        if t == "call":
+            return self.call(node)
+        handler = _EXPRESSIONS.get(t)
+        if handler is not None:
+            return handler(self, node)
+        if t in _CONSTANT_TYPES:
+            return ("k", _text(node)) if t == "integer" else UNKNOWN
+        if t in _COMPREHENSIONS:
+            return self.comprehension(node)
+        if t in _SEQUENCES:
+            return ("l", tuple(self.expr(c) for c in node.named_children))
+        for child in node.named_children:
+            self.expr(child)
+        return UNKNOWN
+
+    def call(self, node: Node) -> Expr:
+        func_node = node.child_by_field_name("function")
+        func = self.expr(func_node)
+        args: list[Expr] = []
+        kwargs: list[tuple[str, Expr]] = []
+        arguments = node.child_by_field_name("arguments")
+        if arguments is not None:
+            if arguments.type == "generator_expression":
+                args.append(self.expr(arguments))
+            else:
+                for arg in arguments.named_children:
+                    at = arg.type
+                    if at == "keyword_argument":
+                        name = arg.child_by_field_name("name")
+                        value = self.expr(arg.child_by_field_name("value"))
+                        if name is not None:
+                            kwargs.append((_text(name), value))
+                    elif at == "list_splat":
+                        args.append(("*", self.expr(arg.named_children[0])))
+                    elif at == "dictionary_splat":
+                        self.expr(arg.named_children[0])
+                        kwargs.append(("**", UNKNOWN))
+                    elif at != "comment":
+                        args.append(self.expr(arg))
+        targs, tkwargs = tuple(args), tuple(kwargs)
+        span_node = func_node
+        if func_node is not None and func_node.type == "attribute":
+            span_node = func_node.child_by_field_name("attribute") or func_node
+        self.add_call(func, targs, tkwargs, span_node or node, node.start_byte, "call")
+        return ("c", func, targs, tkwargs)
+
+    def add_call(
+        self,
+        func: Expr,
+        args: tuple[Expr, ...],
+        kwargs: tuple[tuple[str, Expr], ...],
+        span_node: Node,
+        pos: int,
+        kind: str,
+    ) -> None:
+        self.scope.calls.append(
+            CallSite(func, args, kwargs, _span(span_node), pos, self.blocks, kind)
+        )
+
+    def e_string(self, node: Node) -> Expr:
+        parts = []
+        dynamic = False
+        for child in node.named_children:
+            if child.type == "string_content":
+                parts.append(_text(child))
+            elif child.type == "interpolation":
+                dynamic = True
+                for part in child.named_children:
+                    self.expr(part)
+        return UNKNOWN if dynamic else ("k", "".join(parts))
+
+    def e_concatenated(self, node: Node) -> Expr:
+        for child in node.named_children:
+            self.expr(child)
+        return UNKNOWN
+
+    def e_dictionary(self, node: Node) -> Expr:
+        pairs = []
+        for child in node.named_children:
+            if child.type == "pair":
+                key = self.expr(child.child_by_field_name("key"))
+                pairs.append((key, self.expr(child.child_by_field_name("value"))))
+            else:
+                self.expr(child)
+        return ("d", tuple(pairs))
+
+    def e_subscript(self, node: Node) -> Expr:
+        base = self.expr(node.child_by_field_name("value"))
+        keys = [self.expr(k) for k in node.children_by_field_name("subscript")]
+        return ("s", base, keys[0] if keys else UNKNOWN)
+
+    def e_parenthesized(self, node: Node) -> Expr:
+        inner = node.named_children
+        values = [self.expr(c) for c in inner]
+        return values[0] if len(values) == 1 else UNKNOWN
+
+    def e_either(self, node: Node) -> Expr:
+        values = [self.expr(c) for c in node.named_children]
+        if node.type == "conditional_expression" and len(values) == 3:
+            return ("or", (values[0], values[2]))
+        return ("or", tuple(values))
+
+    def e_await(self, node: Node) -> Expr:
+        values = [self.expr(c) for c in node.named_children]
+        return values[0] if values else UNKNOWN
+
+    def e_yield(self, node: Node) -> Expr:
+        values = [self.expr(c) for c in node.named_children]
+        if values:
+            is_from = any(c.type == "from" for c in node.children)
+            self.scope.yields.append(("it", values[0]) if is_from else values[0])
+        return UNKNOWN
+
+    def e_lambda(self, node: Node) -> Expr:
+        # An anonymous lambda's calls belong to the enclosing scope; its
+        # parameters are unknown values there, which keeps them unresolved.
+        params = node.child_by_field_name("parameters")
+        if params is not None:
+            for p in params.named_children:
+                default = p.child_by_field_name("value")
+                if default is not None:
+                    self.expr(default)
+        self.expr(node.child_by_field_name("body"))
+        return UNKNOWN
+
+    def e_walrus(self, node: Node) -> Expr:
+        value = self.expr(node.child_by_field_name("value"))
+        name = node.child_by_field_name("name")
+        if name is not None:
+            self.bind(_text(name), value, node.end_byte)
+        return value
+
+    def e_keyword(self, node: Node) -> Expr:
+        return self.expr(node.child_by_field_name("value"))
+
+    def comprehension(self, node: Node) -> Expr:
+        saved = self.blocks
+        self.blocks = self.new_block()
+        pos = node.start_byte
+        body = node.child_by_field_name("body")
+        for clause in node.named_children:
+            if clause.type == "for_in_clause":
+                iterable = self.expr(clause.child_by_field_name("right"))
+                for left in clause.children_by_field_name("left"):
+                    self.target(left, ("it", iterable), pos)
+        element = UNKNOWN
+        for clause in node.named_children:
+            if clause.type == "for_in_clause":
+                continue
+            if clause.type == "pair":
+                self.expr(clause.child_by_field_name("key"))
+                self.expr(clause.child_by_field_name("value"))
+            elif clause == body:
+                element = self.expr(clause)
+            else:
+                self.expr(clause)
+        self.blocks = saved
+        return ("l", (element,))
+
+
+def _end_line(node: Node) -> int:
+    row, col = node.end_point
+    return row + 1 if col > 0 or row == node.start_point[0] else row
+
+
+def _annotation(node: Node) -> Expr | None:
+    t = node.type
+    if t == "identifier":
+        return ("n", _text(node))
+    if t == "attribute":
+        base = _annotation(node.child_by_field_name("object"))
+        attr = node.child_by_field_name("attribute")
+        return ("a", base, _text(attr)) if base is not None and attr is not None else None
+    if t == "string":
+        content = "".join(_text(c) for c in node.named_children if c.type == "string_content")
+        return ("sa", content.strip())
+    if t in ("subscript", "generic_type"):
+        base_node = node.child_by_field_name("value") or node.named_children[0]
+        base = _annotation(base_node)
+        args_nodes = node.children_by_field_name("subscript")
+        if not args_nodes and t == "generic_type":
+            params = [c for c in node.named_children if c.type == "type_parameter"]
+            args_nodes = [g for p in params for g in p.named_children]
+        args = tuple(a for a in (_annotation(_unwrap_type(n)) for n in args_nodes) if a)
+        return ("g", base, args) if base is not None else None
+    if t == "binary_operator":
+        parts = [_annotation(_unwrap_type(c)) for c in node.named_children]
+        return ("or", tuple(p for p in parts if p is not None))
+    if t == "union_type":
+        parts = [_annotation(_unwrap_type(c)) for c in node.named_children]
+        return ("or", tuple(p for p in parts if p is not None))
+    if t == "type":
+        return _annotation(node.named_children[0]) if node.named_children else None
+    if t in ("tuple", "expression_list"):
+        parts = [_annotation(_unwrap_type(c)) for c in node.named_children]
+        return ("l", tuple(p for p in parts if p is not None))
+    return None
+
+
+def _unwrap_type(node: Node) -> Node:
+    while node.type == "type" and node.named_children:
+        node = node.named_children[0]
+    return node
+
+
+_STATEMENTS = {
+    "expression_statement": _Walker.s_expression_statement,
+    "function_definition": _Walker.s_function,
+    "class_definition": _Walker.s_function,
+    "decorated_definition": _Walker.s_decorated,
+    "if_statement": _Walker.s_if,
+    "for_statement": _Walker.s_for,
+    "while_statement": _Walker.s_while,
+    "try_statement": _Walker.s_try,
+    "with_statement": _Walker.s_with,
+    "match_statement": _Walker.s_match,
+    "return_statement": _Walker.s_return,
+    "global_statement": _Walker.s_global,
+    "nonlocal_statement": _Walker.s_nonlocal,
+    "import_statement": _Walker.s_import,
+    "import_from_statement": _Walker.s_import_from,
+    "future_import_statement": _Walker.s_skip,
+    "pass_statement": _Walker.s_skip,
+    "break_statement": _Walker.s_skip,
+    "continue_statement": _Walker.s_skip,
+    "type_alias_statement": _Walker.s_skip,
+    "block": _Walker.s_block,
+    "ERROR": _Walker.s_error,
+}
+
+_EXPRESSIONS = {
+    "string": _Walker.e_string,
+    "concatenated_string": _Walker.e_concatenated,
+    "dictionary": _Walker.e_dictionary,
+    "subscript": _Walker.e_subscript,
+    "parenthesized_expression": _Walker.e_parenthesized,
+    "conditional_expression": _Walker.e_either,
+    "boolean_operator": _Walker.e_either,
+    "await": _Walker.e_await,
+    "yield": _Walker.e_yield,
+    "lambda": _Walker.e_lambda,
+    "named_expression": _Walker.e_walrus,
+    "keyword_argument": _Walker.e_keyword,
+}

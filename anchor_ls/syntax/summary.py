@@ -1,0 +1,93 @@
+"""What the binder needs to know about one file, as plain picklable data.
+
+Expressions are small tuples (the binder's IR), tagged by their first item:
+  ("n", name)                     a name
+  ("a", base, attr)               attribute access
+  ("c", func, args, kwargs)       a call; args: tuple of exprs, kwargs: tuple of (name, expr)
+  ("s", base, key)                subscript
+  ("k", value)                    a str/int constant (dict keys, __all__ items)
+  ("d", ((key, value), ...))      a dict display
+  ("l", (item, ...))              a list, tuple or set display
+  ("f", scope)                    a definition (function, class or named lambda) by scope index
+  ("or", (expr, ...))             any of several values (`a or b`, `a if c else b`)
+  ("sa", text)                    a string annotation, parsed by the binder
+  ("it", expr)                    an element of an iterable (for targets, `*` unpacking)
+  ("en", expr)                    what `with expr as x` binds
+  ("ex", expr)                    what `except expr as x` binds (an instance of expr)
+  ("ix", expr, i)                 item i of a tuple unpacking
+  ("im", module, level)           `import module` (binds the top package unless aliased)
+  ("ima", module, level)          `import module as x` (binds the module itself)
+  ("if", module, level, name)     `from module import name`
+  ("u",)                          anything else
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Expr = tuple[Any, ...]
+UNKNOWN: Expr = ("u",)
+Span = tuple[int, int, int, int]
+
+
+@dataclass(slots=True)
+class Binding:
+    name: str
+    value: Expr
+    pos: int  # byte offset of the statement, for "latest binding before a use"
+    blocks: tuple[int, ...]  # enclosing conditional/loop blocks within the scope
+
+
+@dataclass(slots=True)
+class CallSite:
+    func: Expr
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str, Expr], ...]
+    span: Span  # the called name, for call-hierarchy ranges
+    pos: int
+    blocks: tuple[int, ...]
+    kind: str = "call"  # call | decorator | raise
+
+
+@dataclass(slots=True)
+class Param:
+    name: str
+    kind: str  # pos | posonly | kwonly | star | starstar
+    annotation: Expr | None
+    default: Expr | None
+
+
+@dataclass(slots=True)
+class Scope:
+    kind: str  # module | class | function | lambda
+    name: str
+    qualname: str  # '' for the module
+    parent: int  # -1 for the module
+    line: int  # 1-based line of the def/class keyword (1 for the module)
+    end_line: int
+    start_line: int  # first decorator line
+    name_span: Span
+    decorators: list[Expr] = field(default_factory=list)
+    bases: list[Expr] = field(default_factory=list)
+    params: list[Param] = field(default_factory=list)
+    returns: Expr | None = None  # return annotation
+    bindings: list[Binding] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    return_values: list[Expr] = field(default_factory=list)
+    yields: list[Expr] = field(default_factory=list)
+    # (object expr, attribute, value expr, pos): `self.x = v`, `obj.attr = v`
+    attr_assigns: list[tuple[Expr, str, Expr, int]] = field(default_factory=list)
+    global_names: set[str] = field(default_factory=set)
+    star_imports: list[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
+    is_async: bool = False
+
+
+@dataclass(slots=True)
+class FileSummary:
+    path: str
+    scopes: list[Scope]
+    line_count: int
+    all_names: list[str] | None = None  # a literal __all__
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
+    encoding: str = "utf-8"
