@@ -36,6 +36,7 @@ _PROPERTY_DECORATORS = frozenset(
     {"property", "cached_property", "functools.cached_property", "builtins.property"}
 )
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
+_DICT_VALUE_METHODS = frozenset({"get", "pop", "setdefault", "values"})
 _MAX_ROUNDS = 4
 _MAX_VALUES = 64
 
@@ -101,6 +102,7 @@ class Binder:
         self._module_attr_cache: dict[tuple[str, str], Values] = {}
         self._in_progress: set = set()
         self._subclasses = None
+        self._property_names: frozenset[str] | None = None
 
     # ----- scopes and names ---------------------------------------------
     def scope(self, path: str, idx: int) -> Scope:
@@ -323,6 +325,8 @@ class Binder:
                 out |= self.super_attr((base[1], base[2]), name, ctx)
             elif kind == "x":
                 out.add(("x", f"{base[1]}.{name}"))
+            elif kind == "D" and name in _DICT_VALUE_METHODS:
+                out.add(("dv", base))
         return _cap(out)
 
     def subscript(self, bases: Values, key: Expr) -> Values:
@@ -364,7 +368,9 @@ class Binder:
                         if fn[0] in ("f", "b"):
                             out |= self.returns((fn[1], fn[2]))
                     continue
-            if v[0] in ("i", "I", "g"):
+            if v[0] == "g":  # a @contextmanager generator: `as` binds what it yields
+                out |= self.yields((v[1], v[2]))
+            elif v[0] in ("i", "I"):
                 out.add(v)
         return frozenset(out)
 
@@ -452,6 +458,8 @@ class Binder:
         out: list[Value] = []
         ctx = Ctx(path, scope.parent, None)
         for base in scope.bases:
+            if base[0] == "s":  # Base[T]
+                base = base[1]
             for v in sorted(self.eval(base, ctx)):
                 if v not in out:
                     out.append(v)
@@ -703,6 +711,9 @@ class Binder:
                         out |= self.returns((fn[1], fn[2]))
             elif kind == "x":
                 out |= self._external_result(v[1], call, ctx)
+            elif kind == "dv":  # d.get(k), d.pop(k), d.values()
+                values = self.subscript(frozenset({v[1]}), call[2][0] if call[2] else ("u",))
+                out |= values if call[1][2] != "values" else {("L", values)}
         return _cap(out)
 
     def _external_result(self, dotted: str, call: Expr, ctx: Ctx) -> Values:
@@ -759,6 +770,8 @@ class Binder:
                 facts.bases[idx] = [v for v in self.class_bases((path, idx)) if v[0] == "c"]
             for site in scope.calls:
                 self._resolve_site(path, idx, site, facts, contrib)
+            if scope.attr_reads:
+                self._resolve_property_reads(path, idx, scope, facts)
             for binding in scope.bindings:
                 tag = binding.value[0]
                 if tag in ("im", "ima", "if"):
@@ -769,6 +782,31 @@ class Binder:
                     facts.imports.add(target)
         return facts, contrib
 
+    def property_names(self) -> frozenset[str]:
+        """Names of every property getter in the repository: the reads worth resolving."""
+        if self._property_names is None:
+            names = set()
+            for path, summary in self.summaries.items():
+                for i, scope in enumerate(summary.scopes):
+                    if scope.decorators and scope.kind == "function":
+                        if self.method_kind(path, i) == "property":
+                            names.add(scope.name)
+            self._property_names = frozenset(names)
+        return self._property_names
+
+    def _resolve_property_reads(self, path: str, idx: int, scope: Scope, facts: FileFacts) -> None:
+        wanted = self.property_names()
+        for expr, span, pos, blocks in scope.attr_reads:
+            if expr[2] not in wanted:
+                continue
+            implicit: list[Value] = []
+            ctx = Ctx(path, idx, pos, blocks, implicit)
+            self.attribute(self.eval(expr[1], ctx), expr[2], ctx)
+            for fn in implicit:
+                target = ("f", fn[1], fn[2])
+                facts.calls.setdefault((idx, "property"), set()).add(target)
+                facts.sites[(idx, target)].append(span)
+
     def _record_import(self, path: str, value: Expr, facts: FileFacts) -> None:
         tag = value[0]
         if tag == "if":
@@ -777,7 +815,8 @@ class Binder:
             if target is None:
                 return
             sub = self.modules.submodule(target, name)
-            if sub is not None and sub in self.summaries and not self.names(target, 0).get(name):
+            defined_here = target in self.summaries and self.names(target, 0).get(name)
+            if sub is not None and sub in self.summaries and not defined_here:
                 facts.imports.add(sub)
             elif target in self.summaries:
                 facts.imports.add(target)
@@ -840,13 +879,18 @@ class Binder:
             elif star is not None:
                 contrib[fn][star.name] |= values
         by_name = {p.name: p for p in params if p.kind in ("pos", "kwonly")}
+        starstar = next((p for p in params if p.kind == "starstar"), None)
         for name, expr in site.kwargs:
             param = by_name.get(name)
-            if param is None:
+            if param is None and starstar is None:
                 continue
             values = _interesting(self.eval(expr, ctx))
-            if values:
+            if not values:
+                continue
+            if param is not None:
                 contrib[fn][param.name] |= values
+            elif starstar is not None:
+                contrib[fn][starstar.name].add(("D", ((name, values),)))
 
     def set_contribution(self, path: str, contrib: dict) -> set[tuple[str, int]]:
         """Record the argument values one file passes; returns functions whose facts grew."""

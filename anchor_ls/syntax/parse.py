@@ -444,10 +444,14 @@ class _Walker:
         left = node.child_by_field_name("left")
         right = self.expr(node.child_by_field_name("right"))
         if left is not None and left.type == "identifier":
-            name = _text(left)
-            if name == "__all__" and self.cur == 0 and self.all_names is not None:
-                if right[0] == "l" and all(item[0] == "k" for item in right[1]):
-                    self.all_names.extend(str(item[1]) for item in right[1])
+            if (
+                _text(left) == "__all__"
+                and self.cur == 0
+                and self.all_names is not None
+                and right[0] == "l"
+                and all(item[0] == "k" for item in right[1])
+            ):
+                self.all_names.extend(str(item[1]) for item in right[1])
         elif left is not None:
             self.expr(left)
 
@@ -478,7 +482,8 @@ class _Walker:
             self.expr(node)
 
     # ----- expressions --------------------------------------------------
-    def expr(self, node: Node | None) -> Expr:
+    def expr(self, node: Node | None, read: bool = True) -> Expr:
+        """Convert an expression, recording the calls and attribute reads inside it."""
         if node is None:
             return UNKNOWN
         t = node.type
@@ -487,7 +492,12 @@ class _Walker:
         if t == "attribute":
             attr = node.child_by_field_name("attribute")
             base = self.expr(node.child_by_field_name("object"))
-            return ("a", base, _text(attr)) if attr is not None else UNKNOWN
+            if attr is None:
+                return UNKNOWN
+            value = ("a", base, _text(attr))
+            if read:
+                self.scope.attr_reads.append((value, _span(attr), node.start_byte, self.blocks))
+            return value
         if t == "call":
             return self.call(node)
         handler = _EXPRESSIONS.get(t)
@@ -505,7 +515,7 @@ class _Walker:
 
     def call(self, node: Node) -> Expr:
         func_node = node.child_by_field_name("function")
-        func = self.expr(func_node)
+        func = self.expr(func_node, read=False)
         args: list[Expr] = []
         kwargs: list[tuple[str, Expr]] = []
         arguments = node.child_by_field_name("arguments")

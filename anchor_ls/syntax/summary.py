@@ -15,6 +15,9 @@ Expressions are small tuples (the binder's IR), tagged by their first item:
   ("en", expr)                    what `with expr as x` binds
   ("ex", expr)                    what `except expr as x` binds (an instance of expr)
   ("ix", expr, i)                 item i of a tuple unpacking
+  ("an", annotation)              an instance of what an annotation names
+  ("g", base, args)               a subscripted annotation (`Optional[X]`, `list[X]`)
+  ("*", expr)                     a `*args` argument
   ("im", module, level)           `import module` (binds the top package unless aliased)
   ("ima", module, level)          `import module as x` (binds the module itself)
   ("if", module, level, name)     `from module import name`
@@ -78,6 +81,8 @@ class Scope:
     yields: list[Expr] = field(default_factory=list)
     # (object expr, attribute, value expr, pos): `self.x = v`, `obj.attr = v`
     attr_assigns: list[tuple[Expr, str, Expr, int]] = field(default_factory=list)
+    # attribute reads (expr, span, pos, blocks): a read of a property calls its getter
+    attr_reads: list[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     global_names: set[str] = field(default_factory=set)
     star_imports: list[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
     is_async: bool = False
