@@ -21,6 +21,7 @@ fixpoint, so callbacks and decorated functions resolve without guessing.
 from __future__ import annotations
 
 import builtins
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -67,12 +68,14 @@ class FileFacts:
 
 class Binder:
     def __init__(self) -> None:
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
         self.summaries: dict[str, FileSummary] = {}
         self.modules = ModuleTable(())
         self.param_facts: dict[tuple[str, int], dict[str, set[Value]]] = defaultdict(
             lambda: defaultdict(set)
         )
         self._contrib: dict[str, dict[tuple[str, int], dict[str, set[Value]]]] = {}
+        self._contrib_by_fn: dict[tuple[str, int], dict[str, dict]] = defaultdict(dict)
         self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
         self.clear_caches()
 
@@ -103,6 +106,9 @@ class Binder:
         self._in_progress: set = set()
         self._subclasses = None
         self._property_names: frozenset[str] | None = None
+        self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
+        self._subclass_cache: dict[tuple[str, int], frozenset] = {}
+        self._override_cache: dict[tuple, frozenset] = {}
 
     # ----- scopes and names ---------------------------------------------
     def scope(self, path: str, idx: int) -> Scope:
@@ -535,21 +541,42 @@ class Binder:
         return "instance"
 
     def instance_attr(self, cls: tuple[str, int], name: str, ctx: Ctx | None) -> Values:
-        out: set[Value] = set()
-        for klass in self.mro(cls):
-            bindings = self.names(*klass).get(name)
-            if bindings:
-                values = self._reaching(klass[0], klass[1], name, bindings, None, ())
-                for v in values:
-                    if v[0] == "f" and self._is_property(v):
-                        out |= self._read_property(v, ctx)
-                    else:
-                        out.add(self._bind_method(v, True))
-                break
-        for klass in self.mro(cls):
-            for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
-                out |= self.eval(value_expr, Ctx(path, scope_idx, pos))
+        values, getters = self._instance_attr(cls, name)
+        out = set(values)
+        for fn in getters:
+            out |= self._read_property(fn, ctx)
         return _cap(out)
+
+    def _instance_attr(self, cls: tuple[str, int], name: str) -> tuple[Values, tuple]:
+        """(values, property getters read) of `instance.name`, cached per class and name."""
+        key = (cls, name)
+        cached = self._instance_attr_cache.get(key)
+        if cached is not None:
+            return cached
+        if key in self._in_progress:
+            return EMPTY, ()
+        self._in_progress.add(key)
+        out: set[Value] = set()
+        getters: list[Value] = []
+        try:
+            for klass in self.mro(cls):
+                bindings = self.names(*klass).get(name)
+                if bindings:
+                    values = self._reaching(klass[0], klass[1], name, bindings, None, ())
+                    for v in values:
+                        if v[0] == "f" and self._is_property(v):
+                            getters.append(v)
+                        else:
+                            out.add(self._bind_method(v, True))
+                    break
+            for klass in self.mro(cls):
+                for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
+                    out |= self.eval(value_expr, Ctx(path, scope_idx, pos))
+        finally:
+            self._in_progress.discard(key)
+        result = (_cap(out), tuple(getters))
+        self._instance_attr_cache[key] = result
+        return result
 
     def _is_property(self, value: Value) -> bool:
         scope = self.scope(value[1], value[2])
@@ -600,9 +627,10 @@ class Binder:
                 out.add(v)
         return frozenset(out)
 
-    def subclasses(self, cls: tuple[str, int]) -> set[tuple[str, int]]:
+    def subclasses(self, cls: tuple[str, int]) -> frozenset[tuple[str, int]]:
         if self._subclasses is None:
             table: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+            self._subclasses = table  # overrides seen while building it are left out
             for path, summary in self.summaries.items():
                 for i, scope in enumerate(summary.scopes):
                     if scope.kind == "class" and scope.bases:
@@ -610,6 +638,9 @@ class Binder:
                             if base[0] == "c":
                                 table[(base[1], base[2])].add((path, i))
             self._subclasses = table
+        cached = self._subclass_cache.get(cls)
+        if cached is not None:
+            return cached
         out: set[tuple[str, int]] = set()
         todo = [cls]
         while todo:
@@ -617,9 +648,15 @@ class Binder:
                 if sub not in out:
                     out.add(sub)
                     todo.append(sub)
-        return out
+        result = frozenset(out)
+        self._subclass_cache[cls] = result
+        return result
 
-    def _overrides(self, cls: tuple[str, int], name: str) -> set[Value]:
+    def _overrides(self, cls: tuple[str, int], name: str) -> frozenset[Value]:
+        key = (cls, name)
+        cached = self._override_cache.get(key)
+        if cached is not None:
+            return cached
         out: set[Value] = set()
         for sub in self.subclasses(cls):
             bindings = self.names(*sub).get(name)
@@ -627,7 +664,9 @@ class Binder:
                 for v in self._reaching(sub[0], sub[1], name, bindings, None, ()):
                     if v[0] == "f" and not self._is_property(v):
                         out.add(self._bind_method(v, True))
-        return out
+        result = frozenset(out)
+        self._override_cache[key] = result
+        return result
 
     # ----- functions ------------------------------------------------------
     def enclosing_class(self, path: str, idx: int) -> int | None:
@@ -766,12 +805,15 @@ class Binder:
         )
         summary = self.summaries[path]
         for idx, scope in enumerate(summary.scopes):
-            if scope.kind == "class":
-                facts.bases[idx] = [v for v in self.class_bases((path, idx)) if v[0] == "c"]
-            for site in scope.calls:
-                self._resolve_site(path, idx, site, facts, contrib)
-            if scope.attr_reads:
-                self._resolve_property_reads(path, idx, scope, facts)
+            try:
+                if scope.kind == "class":
+                    facts.bases[idx] = [v for v in self.class_bases((path, idx)) if v[0] == "c"]
+                for site in scope.calls:
+                    self._resolve_site(path, idx, site, facts, contrib)
+                if scope.attr_reads:
+                    self._resolve_property_reads(path, idx, scope, facts)
+            except RecursionError:  # a chain of values too long to follow: leave it unlinked
+                facts.unresolved += 1
             for binding in scope.bindings:
                 tag = binding.value[0]
                 if tag in ("im", "ima", "if"):
@@ -893,22 +935,26 @@ class Binder:
                 contrib[fn][starstar.name].add(("D", ((name, values),)))
 
     def set_contribution(self, path: str, contrib: dict) -> set[tuple[str, int]]:
-        """Record the argument values one file passes; returns functions whose facts grew."""
+        """Record the argument values one file passes; returns functions whose facts changed."""
         old = self._contrib.get(path, {})
-        self._contrib[path] = {fn: {k: set(v) for k, v in ps.items()} for fn, ps in contrib.items()}
-        changed: set[tuple[str, int]] = set()
-        for fn in set(old) | set(contrib):
-            if old.get(fn) != contrib.get(fn):
-                changed.add(fn)
+        new = {fn: {k: set(v) for k, v in ps.items()} for fn, ps in contrib.items()}
+        self._contrib[path] = new
+        changed = {fn for fn in set(old) | set(new) if old.get(fn) != new.get(fn)}
         for fn in changed:
+            sources = self._contrib_by_fn[fn]
+            if fn in new:
+                sources[path] = new[fn]
+            else:
+                sources.pop(path, None)
             merged: dict[str, set[Value]] = defaultdict(set)
-            for per_file in self._contrib.values():
-                for name, values in per_file.get(fn, {}).items():
+            for params in sources.values():
+                for name, values in params.items():
                     merged[name] |= values
             if merged:
                 self.param_facts[fn] = merged
             else:
                 self.param_facts.pop(fn, None)
+                self._contrib_by_fn.pop(fn, None)
         return changed
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:

@@ -231,7 +231,8 @@ class Index:
             if not grown:
                 break
             self.binder.clear_caches()
-            todo = paths
+            # Only the functions whose parameters learned new values read them.
+            todo = sorted({fn[0] for fn in grown if fn[0] in self.binder.summaries})
 
     def _rebuild_graph(self) -> None:
         graph = Graph(str(self.root))
@@ -393,9 +394,8 @@ class Index:
         except Exception:
             return False
         self.binder.set_files(summaries)
-        self.binder._contrib = state["contrib"]
-        for rel in list(state["contrib"]):
-            self.binder.set_contribution(rel, state["contrib"][rel])
+        for rel, contrib in state["contrib"].items():
+            self.binder.set_contribution(rel, contrib)
         self._facts = state["facts"]
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
         self.problems.update(state["problems"])

@@ -47,7 +47,7 @@ def summarize(relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES) -> File
     text = decoded.text.encode("utf-8", "surrogatepass")
     tree = parser().parse(text)
     line_count = decoded.text.count("\n") + (0 if decoded.text.endswith("\n") else 1)
-    walker = _Walker(max(line_count, 1))
+    walker = _Walker(text, max(line_count, 1))
     walker.module(tree.root_node)
     summary = FileSummary(relpath, walker.scopes, max(line_count, 1), encoding=decoded.encoding)
     summary.all_names = walker.all_names
@@ -79,12 +79,9 @@ def _span(node: Node) -> Span:
     return (r0, c0, r1, c1)
 
 
-def _text(node: Node) -> str:
-    return node.text.decode("utf-8", "replace") if node.text is not None else ""
-
-
 class _Walker:
-    def __init__(self, line_count: int) -> None:
+    def __init__(self, src: bytes, line_count: int) -> None:
+        self.src = src
         module = Scope("module", "", "", -1, 1, line_count, 1, (0, 0, 0, 0))
         self.scopes: list[Scope] = [module]
         self.cur = 0
@@ -94,6 +91,9 @@ class _Walker:
         self.all_names: list[str] | None = None
 
     # ----- helpers ------------------------------------------------------
+    def text(self, node: Node) -> str:
+        return self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
     @property
     def scope(self) -> Scope:
         return self.scopes[self.cur]
@@ -254,7 +254,7 @@ class _Walker:
     def s_global(self, node: Node) -> None:
         for child in node.named_children:
             if child.type == "identifier":
-                self.scope.global_names.add(_text(child))
+                self.scope.global_names.add(self.text(child))
 
     def s_nonlocal(self, node: Node) -> None:
         return None
@@ -266,11 +266,11 @@ class _Walker:
         pos = node.start_byte
         for name in node.children_by_field_name("name"):
             if name.type == "aliased_import":
-                dotted = _text(name.child_by_field_name("name"))
+                dotted = self.text(name.child_by_field_name("name"))
                 alias = name.child_by_field_name("alias")
-                self.bind(_text(alias), ("ima", dotted, 0), pos)
+                self.bind(self.text(alias), ("ima", dotted, 0), pos)
             else:
-                dotted = _text(name)
+                dotted = self.text(name)
                 self.bind(dotted.split(".")[0], ("im", dotted, 0), pos)
 
     def s_import_from(self, node: Node) -> None:
@@ -281,20 +281,20 @@ class _Walker:
             if module_node.type == "relative_import":
                 for part in module_node.named_children:
                     if part.type == "import_prefix":
-                        level = _text(part).count(".")
+                        level = self.text(part).count(".")
                     else:
-                        module = _text(part)
+                        module = self.text(part)
             else:
-                module = _text(module_node)
+                module = self.text(module_node)
         if any(c.type == "wildcard_import" for c in node.named_children):
             self.scope.star_imports.append((module, level, pos))
             return
         for name in node.children_by_field_name("name"):
             if name.type == "aliased_import":
-                imported = _text(name.child_by_field_name("name"))
-                bound = _text(name.child_by_field_name("alias"))
+                imported = self.text(name.child_by_field_name("name"))
+                bound = self.text(name.child_by_field_name("alias"))
             else:
-                imported = bound = _text(name)
+                imported = bound = self.text(name)
             self.bind(bound, ("if", module, level, imported), pos)
 
     # ----- definitions --------------------------------------------------
@@ -307,7 +307,7 @@ class _Walker:
             self.stmt(node)
             return
         name_node = node.child_by_field_name("name")
-        name = _text(name_node) if name_node is not None else "<anonymous>"
+        name = self.text(name_node) if name_node is not None else "<anonymous>"
         idx = self.new_scope(kind, name, node, start, name_node)
         scope = self.scopes[idx]
         for dec in decorators:
@@ -372,7 +372,7 @@ class _Walker:
         for child in node.named_children:
             t = child.type
             if t == "identifier":
-                params.append(Param(_text(child), kind, None, None))
+                params.append(Param(self.text(child), kind, None, None))
             elif t in ("typed_parameter", "typed_default_parameter", "default_parameter"):
                 name_node = child.child_by_field_name("name")
                 if name_node is None:  # typed_parameter holds its name as first child
@@ -381,17 +381,17 @@ class _Walker:
                 default = child.child_by_field_name("value")
                 value = self.expr(default) if default is not None else None
                 if name_node.type == "list_splat_pattern":
-                    params.append(Param(_text(name_node).lstrip("*"), "star", ann, None))
+                    params.append(Param(self.text(name_node).lstrip("*"), "star", ann, None))
                     kind = "kwonly"
                 elif name_node.type == "dictionary_splat_pattern":
-                    params.append(Param(_text(name_node).lstrip("*"), "starstar", ann, None))
+                    params.append(Param(self.text(name_node).lstrip("*"), "starstar", ann, None))
                 else:
-                    params.append(Param(_text(name_node), kind, ann, value))
+                    params.append(Param(self.text(name_node), kind, ann, value))
             elif t == "list_splat_pattern":
-                params.append(Param(_text(child).lstrip("*"), "star", None, None))
+                params.append(Param(self.text(child).lstrip("*"), "star", None, None))
                 kind = "kwonly"
             elif t == "dictionary_splat_pattern":
-                params.append(Param(_text(child).lstrip("*"), "starstar", None, None))
+                params.append(Param(self.text(child).lstrip("*"), "starstar", None, None))
             elif t == "keyword_separator":
                 kind = "kwonly"
             elif t == "positional_separator":
@@ -406,7 +406,7 @@ class _Walker:
             return None
         if node.type == "type" and node.named_children:
             node = node.named_children[0]
-        return _annotation(node)
+        return self.type_expr(node)
 
     # ----- assignments --------------------------------------------------
     def assignment(self, node: Node) -> Expr:
@@ -419,13 +419,13 @@ class _Walker:
         elif right.type == "assignment":
             value = self.assignment(right)
         elif right.type == "lambda" and left is not None and left.type == "identifier":
-            value = self.named_lambda(right, _text(left))
+            value = self.named_lambda(right, self.text(left))
         else:
             value = self.expr(right)
         if ann is not None:
             value = ("or", (value, ("an", ann))) if right is not None else ("an", ann)
         if left is not None:
-            if left.type == "identifier" and _text(left) == "__all__" and self.cur == 0:
+            if left.type == "identifier" and self.text(left) == "__all__" and self.cur == 0:
                 self.record_all(value)
             self.target(left, value, pos)
         return value
@@ -445,7 +445,7 @@ class _Walker:
         right = self.expr(node.child_by_field_name("right"))
         if left is not None and left.type == "identifier":
             if (
-                _text(left) == "__all__"
+                self.text(left) == "__all__"
                 and self.cur == 0
                 and self.all_names is not None
                 and right[0] == "l"
@@ -458,12 +458,12 @@ class _Walker:
     def target(self, node: Node, value: Expr, pos: int) -> None:
         t = node.type
         if t == "identifier":
-            self.bind(_text(node), value, pos)
+            self.bind(self.text(node), value, pos)
         elif t == "attribute":
             obj = self.expr(node.child_by_field_name("object"))
             attr = node.child_by_field_name("attribute")
             if attr is not None:
-                self.scope.attr_assigns.append((obj, _text(attr), value, pos))
+                self.scope.attr_assigns.append((obj, self.text(attr), value, pos))
         elif t in _TARGET_SEQUENCES:
             items = node.named_children
             for i, item in enumerate(items):
@@ -488,13 +488,13 @@ class _Walker:
             return UNKNOWN
         t = node.type
         if t == "identifier":
-            return ("n", _text(node))
+            return ("n", self.text(node))
         if t == "attribute":
             attr = node.child_by_field_name("attribute")
             base = self.expr(node.child_by_field_name("object"))
             if attr is None:
                 return UNKNOWN
-            value = ("a", base, _text(attr))
+            value = ("a", base, self.text(attr))
             if read:
                 self.scope.attr_reads.append((value, _span(attr), node.start_byte, self.blocks))
             return value
@@ -504,7 +504,7 @@ class _Walker:
         if handler is not None:
             return handler(self, node)
         if t in _CONSTANT_TYPES:
-            return ("k", _text(node)) if t == "integer" else UNKNOWN
+            return ("k", self.text(node)) if t == "integer" else UNKNOWN
         if t in _COMPREHENSIONS:
             return self.comprehension(node)
         if t in _SEQUENCES:
@@ -529,7 +529,7 @@ class _Walker:
                         name = arg.child_by_field_name("name")
                         value = self.expr(arg.child_by_field_name("value"))
                         if name is not None:
-                            kwargs.append((_text(name), value))
+                            kwargs.append((self.text(name), value))
                     elif at == "list_splat":
                         args.append(("*", self.expr(arg.named_children[0])))
                     elif at == "dictionary_splat":
@@ -562,7 +562,7 @@ class _Walker:
         dynamic = False
         for child in node.named_children:
             if child.type == "string_content":
-                parts.append(_text(child))
+                parts.append(self.text(child))
             elif child.type == "interpolation":
                 dynamic = True
                 for part in child.named_children:
@@ -627,7 +627,7 @@ class _Walker:
         value = self.expr(node.child_by_field_name("value"))
         name = node.child_by_field_name("name")
         if name is not None:
-            self.bind(_text(name), value, node.end_byte)
+            self.bind(self.text(name), value, node.end_byte)
         return value
 
     def e_keyword(self, node: Node) -> Expr:
@@ -657,44 +657,46 @@ class _Walker:
         self.blocks = saved
         return ("l", (element,))
 
+    def type_expr(self, node: Node) -> Expr | None:
+        """An annotation's expression; strings stay text for the binder to read."""
+        t = node.type
+        if t == "identifier":
+            return ("n", self.text(node))
+        if t == "attribute":
+            base = self.type_expr(node.child_by_field_name("object"))
+            attr = node.child_by_field_name("attribute")
+            return ("a", base, self.text(attr)) if base is not None and attr is not None else None
+        if t == "string":
+            content = "".join(
+                self.text(c) for c in node.named_children if c.type == "string_content"
+            )
+            return ("sa", content.strip())
+        if t in ("subscript", "generic_type"):
+            base_node = node.child_by_field_name("value") or node.named_children[0]
+            base = self.type_expr(base_node)
+            args_nodes = node.children_by_field_name("subscript")
+            if not args_nodes and t == "generic_type":
+                params = [c for c in node.named_children if c.type == "type_parameter"]
+                args_nodes = [g for p in params for g in p.named_children]
+            args = tuple(a for a in (self.type_expr(_unwrap_type(n)) for n in args_nodes) if a)
+            return ("g", base, args) if base is not None else None
+        if t == "binary_operator":
+            parts = [self.type_expr(_unwrap_type(c)) for c in node.named_children]
+            return ("or", tuple(p for p in parts if p is not None))
+        if t == "union_type":
+            parts = [self.type_expr(_unwrap_type(c)) for c in node.named_children]
+            return ("or", tuple(p for p in parts if p is not None))
+        if t == "type":
+            return self.type_expr(node.named_children[0]) if node.named_children else None
+        if t in ("tuple", "expression_list"):
+            parts = [self.type_expr(_unwrap_type(c)) for c in node.named_children]
+            return ("l", tuple(p for p in parts if p is not None))
+        return None
+
 
 def _end_line(node: Node) -> int:
     row, col = node.end_point
     return row + 1 if col > 0 or row == node.start_point[0] else row
-
-
-def _annotation(node: Node) -> Expr | None:
-    t = node.type
-    if t == "identifier":
-        return ("n", _text(node))
-    if t == "attribute":
-        base = _annotation(node.child_by_field_name("object"))
-        attr = node.child_by_field_name("attribute")
-        return ("a", base, _text(attr)) if base is not None and attr is not None else None
-    if t == "string":
-        content = "".join(_text(c) for c in node.named_children if c.type == "string_content")
-        return ("sa", content.strip())
-    if t in ("subscript", "generic_type"):
-        base_node = node.child_by_field_name("value") or node.named_children[0]
-        base = _annotation(base_node)
-        args_nodes = node.children_by_field_name("subscript")
-        if not args_nodes and t == "generic_type":
-            params = [c for c in node.named_children if c.type == "type_parameter"]
-            args_nodes = [g for p in params for g in p.named_children]
-        args = tuple(a for a in (_annotation(_unwrap_type(n)) for n in args_nodes) if a)
-        return ("g", base, args) if base is not None else None
-    if t == "binary_operator":
-        parts = [_annotation(_unwrap_type(c)) for c in node.named_children]
-        return ("or", tuple(p for p in parts if p is not None))
-    if t == "union_type":
-        parts = [_annotation(_unwrap_type(c)) for c in node.named_children]
-        return ("or", tuple(p for p in parts if p is not None))
-    if t == "type":
-        return _annotation(node.named_children[0]) if node.named_children else None
-    if t in ("tuple", "expression_list"):
-        parts = [_annotation(_unwrap_type(c)) for c in node.named_children]
-        return ("l", tuple(p for p in parts if p is not None))
-    return None
 
 
 def _unwrap_type(node: Node) -> Node:

@@ -1,5 +1,7 @@
 """What the binder needs to know about one file, as plain picklable data.
 
+(Plain dataclasses without slots: those pickle in C, several times faster.)
+
 Expressions are small tuples (the binder's IR), tagged by their first item:
   ("n", name)                     a name
   ("a", base, attr)               attribute access
@@ -34,7 +36,7 @@ UNKNOWN: Expr = ("u",)
 Span = tuple[int, int, int, int]
 
 
-@dataclass(slots=True)
+@dataclass
 class Binding:
     name: str
     value: Expr
@@ -42,7 +44,7 @@ class Binding:
     blocks: tuple[int, ...]  # enclosing conditional/loop blocks within the scope
 
 
-@dataclass(slots=True)
+@dataclass
 class CallSite:
     func: Expr
     args: tuple[Expr, ...]
@@ -53,7 +55,7 @@ class CallSite:
     kind: str = "call"  # call | decorator | raise
 
 
-@dataclass(slots=True)
+@dataclass
 class Param:
     name: str
     kind: str  # pos | posonly | kwonly | star | starstar
@@ -61,7 +63,7 @@ class Param:
     default: Expr | None
 
 
-@dataclass(slots=True)
+@dataclass
 class Scope:
     kind: str  # module | class | function | lambda
     name: str
@@ -88,7 +90,7 @@ class Scope:
     is_async: bool = False
 
 
-@dataclass(slots=True)
+@dataclass
 class FileSummary:
     path: str
     scopes: list[Scope]
