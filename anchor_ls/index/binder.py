@@ -830,9 +830,12 @@ class Binder:
             names = set()
             for path, summary in self.summaries.items():
                 for i, scope in enumerate(summary.scopes):
-                    if scope.decorators and scope.kind == "function":
-                        if self.method_kind(path, i) == "property":
-                            names.add(scope.name)
+                    if (
+                        scope.decorators
+                        and scope.kind == "function"
+                        and self.method_kind(path, i) == "property"
+                    ):
+                        names.add(scope.name)
             self._property_names = frozenset(names)
         return self._property_names
 
