@@ -101,7 +101,7 @@ class Cache:
         try:
             row = self.db.execute("SELECT blob FROM graph WHERE key = ?", (fingerprint,)).fetchone()
             return pickle.loads(row[0]) if row else None
-        except (sqlite3.DatabaseError, pickle.UnpicklingError, EOFError, AttributeError):
+        except Exception:  # a damaged blob can raise almost anything from pickle.loads
             return None
 
     def store_graph(self, fingerprint: str, state: object) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import pickle
+import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -120,30 +123,44 @@ class Index:
                 if progress:
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
-        summaries, reparsed = self._summaries(cache, progress)
+        summaries, reparsed, cached = self._summaries(cache, progress)
         self.binder.set_files(summaries)
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
         self._resolve_all(sorted(summaries), progress)
         self._rebuild_graph()
-        self._stats = IndexStats(reparsed=reparsed, from_cache=len(summaries) - reparsed)
+        self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
             cache.store_graph(fingerprint, self._snapshot())
         return self.stats()
 
     def _read(self, rel: str) -> bytes | None:
-        path = self.root / rel
+        # O_NONBLOCK: opening a FIFO named x.py must not wait for a writer forever.
         try:
-            size = path.stat().st_size
-            if size > self.max_file_bytes:
-                self._problem(rel, "too-large", f"{size} bytes, over the limit; skipped")
-                return None
-            return path.read_bytes()
+            fd = os.open(self.root / rel, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             self._problem(rel, "vanished", "deleted while indexing")
+            return None
         except OSError as err:
-            kind = "symlink-loop" if err.errno == 40 else "unreadable"
+            kind = "symlink-loop" if err.errno == errno.ELOOP else "unreadable"
             self._problem(rel, kind, err.strerror or str(err))
-        return None
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                self._problem(rel, "unreadable", "not a regular file (a folder, pipe or device)")
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as file:
+                data = file.read(self.max_file_bytes + 1)  # the file may grow after fstat
+        except OSError as err:
+            self._problem(rel, "unreadable", err.strerror or str(err))
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > self.max_file_bytes:
+            size = max(info.st_size, len(data))
+            self._problem(rel, "too-large", f"{size} bytes, over the limit; skipped")
+            return None
+        return data
 
     def _problem(self, path: str, kind: str, message: str) -> None:
         self.problems[path] = Problem(path, kind, message)
@@ -152,8 +169,13 @@ class Index:
         if not self._use_cache:
             return None
         if self._cache is None:
-            folder = self._cache_dir or default_cache_dir(self.root)
-            self._cache = Cache(folder)
+            try:
+                folder = self._cache_dir or default_cache_dir(self.root)
+                self._cache = Cache(folder)
+            except (OSError, sqlite3.Error) as err:  # nowhere to write: index without a cache
+                self._use_cache = False
+                self._problem(".anchor-ls", "cache", f"no cache ({err}); indexing without one")
+                return None
             if self._cache.warning:
                 self._problem(".anchor-ls", "cache", self._cache.warning)
         return self._cache
@@ -167,7 +189,8 @@ class Index:
 
     def _summaries(
         self, cache: Cache | None, progress: Progress | None
-    ) -> tuple[dict[str, FileSummary], int]:
+    ) -> tuple[dict[str, FileSummary], int, int]:
+        """(summaries by relpath, files parsed now, summaries from the cache): files == both."""
         blobs = cache.summaries(self._hashes) if cache is not None else {}
         summaries: dict[str, FileSummary] = {}
         for rel, blob in blobs.items():
@@ -175,6 +198,7 @@ class Index:
                 summaries[rel] = pickle.loads(blob)
             except Exception:  # a damaged row: parse the file again
                 continue
+        cached = len(summaries)
         todo = sorted(rel for rel in self._hashes if rel not in summaries)
         fresh: list[tuple[str, str, bytes]] = []
         total = len(self._hashes) * 2
@@ -195,7 +219,7 @@ class Index:
             self._note_summary_problems(summary)
         if cache is not None:
             cache.store_summaries(fresh)
-        return summaries, len(todo)
+        return summaries, len(fresh), cached
 
     def _summarize_many(self, todo: list[str]) -> Iterable[tuple[str, bytes | Problem]]:
         jobs = [(rel, self._sources[rel], self.max_file_bytes) for rel in todo]
@@ -265,6 +289,9 @@ class Index:
         with self.lock:
             data = self._read(relpath) if self.is_indexable(relpath) else None
             if data is None:
+                gone = self.problems.get(relpath)
+                if gone is not None and gone.kind == "vanished":  # deleted: not a problem
+                    del self.problems[relpath]
                 return self._remove(relpath)
             return self.update_file(relpath, data)
 
@@ -377,6 +404,7 @@ class Index:
     # ----- cache state ----------------------------------------------------
     def _snapshot(self) -> dict:
         return {
+            "paths": sorted(self.binder.summaries),
             "facts": self._facts,
             "contrib": self.binder._contrib,
             "problems": self.problems,
@@ -384,10 +412,12 @@ class Index:
         }
 
     def _restore(self, state: object, cache: Cache) -> bool:
-        if not isinstance(state, dict):
+        if not isinstance(state, dict) or "paths" not in state:
             return False
-        blobs = cache.summaries(self._hashes)
-        if set(blobs) != set(self._hashes):
+        # Same fingerprint, same bytes: the files that failed to summarize then fail again now.
+        paths = set(state["paths"])
+        blobs = cache.summaries({rel: h for rel, h in self._hashes.items() if rel in paths})
+        if set(blobs) != paths:
             return False
         try:
             summaries = {rel: pickle.loads(blob) for rel, blob in blobs.items()}
@@ -398,7 +428,13 @@ class Index:
             self.binder.set_contribution(rel, contrib)
         self._facts = state["facts"]
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
-        self.problems.update(state["problems"])
+        # Only problems of the files read now: not old listing or cache problems.
+        self.problems.update(
+            (rel, problem) for rel, problem in state["problems"].items() if rel in self._hashes
+        )
+        for rel in set(self._hashes) - paths:
+            self._sources.pop(rel, None)
+            self._hashes.pop(rel, None)
         self._stats = state["stats"]
         self._rebuild_graph()
         return True

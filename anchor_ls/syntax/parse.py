@@ -6,8 +6,10 @@ definition and call outside the broken region (Python's `ast` would give none).
 
 from __future__ import annotations
 
+import re
+
 import tree_sitter_python
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Range
 
 from anchor_ls.syntax.source import MAX_FILE_BYTES, decode_source
 from anchor_ls.syntax.summary import (
@@ -48,14 +50,66 @@ def summarize(relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES) -> File
     tree = parser().parse(text)
     line_count = decoded.text.count("\n") + (0 if decoded.text.endswith("\n") else 1)
     walker = _Walker(text, max(line_count, 1))
-    walker.module(tree.root_node)
+    roots = [tree.root_node]
+    if tree.root_node.has_error:
+        roots = _recovered_roots(text, tree.root_node)
+    for root in roots:
+        walker.module(root)
     summary = FileSummary(relpath, walker.scopes, max(line_count, 1), encoding=decoded.encoding)
     summary.all_names = walker.all_names
     if decoded.warning:
         summary.problems.append(("decode", decoded.warning))
     if tree.root_node.has_error:
-        summary.problems.append(("syntax", _first_error(tree.root_node)))
+        broken = next((r for r in roots if r.has_error), tree.root_node)
+        summary.problems.append(("syntax", _first_error(broken)))
     return summary
+
+
+_TOP_LEVEL_DEF = re.compile(rb"^(?:@|(?:async[ \t]+)?(?:def|class)[ \t])", re.MULTILINE)
+
+
+def _recovered_roots(text: bytes, whole: Node) -> list[Node]:
+    """Parse a broken file again one top-level definition at a time.
+
+    tree-sitter's recovery can swallow every definition after an unclosed
+    bracket; cutting the file at column-0 `def`/`class`/`@` lines (decorators
+    stay with their definition) confines an error to its own definition.
+    Positions stay those of the whole file (the parser's included ranges).
+    """
+    starts = [0]
+    open_decorator = False
+    for match in _TOP_LEVEL_DEF.finditer(text):
+        pos = match.start()
+        node = whole.descendant_for_byte_range(pos, pos + 1)
+        if node is not None and _in_string(node):
+            continue
+        is_decorator = text[pos : pos + 1] == b"@"
+        if not open_decorator and pos > 0:
+            starts.append(pos)
+        open_decorator = is_decorator
+    if len(starts) == 1:
+        return [whole]
+    ends = [*starts[1:], len(text)]
+    recovery = Parser(LANGUAGE)
+    roots = []
+    for start, end in zip(starts, ends, strict=True):
+        recovery.included_ranges = [Range(_point(text, start), _point(text, end), start, end)]
+        roots.append(recovery.parse(text).root_node)
+    return roots
+
+
+def _in_string(node: Node) -> bool:
+    current: Node | None = node
+    while current is not None:
+        if current.type in ("string", "string_content", "comment"):
+            return True
+        current = current.parent
+    return False
+
+
+def _point(text: bytes, pos: int) -> tuple[int, int]:
+    row = text.count(b"\n", 0, pos)
+    return row, pos - (text.rfind(b"\n", 0, pos) + 1)
 
 
 def _first_error(root: Node) -> str:

@@ -1,0 +1,35 @@
+"""Entry point: build the server with every feature registered, then serve stdio or TCP."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from anchor_ls.server import commands, features, lifecycle, sync
+from anchor_ls.server.server import AnchorServer
+
+
+def create_server() -> AnchorServer:
+    server = AnchorServer()
+    for module in (lifecycle, sync, features, commands):
+        module.register(server)
+    return server
+
+
+def run(tcp: tuple[str, int] | None = None) -> None:
+    """Serve one client over stdio (tcp None) or on HOST:PORT; returns when it disconnects."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("ANCHOR_LS_LOG", "WARNING").upper(),
+        format="anchor-ls %(levelname)s %(name)s: %(message)s",
+    )
+    server = create_server()
+    if tcp is None:
+        server.start_io()
+    else:
+        server.start_tcp(*tcp)
+    # A build may still be running on the indexer thread; do not wait for it.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

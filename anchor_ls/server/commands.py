@@ -1,0 +1,290 @@
+"""workspace/executeCommand: materialize, strip, export, reindex, stats.
+
+Materialize and strip never write a file: they send workspace/applyEdit, with
+each open document's version so that the editor refuses an edit computed
+against text it no longer has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import from_fs_path, to_fs_path
+
+from anchor_ls.server.edits import FileEdit, text_edits, workspace_edit
+from anchor_ls.server.folders import READY, Folder
+from anchor_ls.server.progress import WorkProgress
+from anchor_ls.server.server import AnchorServer
+from anchor_ls.syntax.source import declared_encoding
+from anchor_ls.tags import apply as tag_apply
+from anchor_ls.tags import text as tag_text
+from anchor_ls.tags.policy import ResolvedPolicy
+
+MATERIALIZE = "anchor.materialize"
+STRIP = "anchor.strip"
+EXPORT = "anchor.export"
+REINDEX = "anchor.reindex"
+STATS = "anchor.stats"
+
+
+def _one_object(args: tuple[Any, ...], command: str, usage: str) -> dict[str, Any]:
+    """The single object argument every command takes ([] or [null] mean {})."""
+    if not args or args == (None,):
+        return {}
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise JsonRpcInvalidParams(message=f"{command} takes one object argument: {usage}")
+    return args[0]
+
+
+# ----- materialize / strip ---------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Target:
+    folder: Folder
+    relpath: str
+    uri: str
+    buffer: str | None  # the open document's text, or None for a closed file
+    version: int | None
+
+
+def _targets(ls: AnchorServer, arg: dict[str, Any], command: str) -> list[Target]:
+    uri = arg.get("uri")
+    if uri is None:
+        pairs = []
+        for folder in ls.folders:
+            graph = folder.graph
+            if graph is None:
+                continue
+            with graph.lock:
+                files = graph.files()
+            pairs.extend((folder, rel, from_fs_path(str(folder.root / rel)) or "") for rel in files)
+    else:
+        if not isinstance(uri, str):
+            raise JsonRpcInvalidParams(message=f"{command}: 'uri' must be a string")
+        where = ls.locate(uri)
+        if where is None:
+            raise JsonRpcInvalidParams(
+                message=f"{command}: {uri} is not a Python file in an open workspace folder"
+            )
+        pairs = [(where[0], where[1], uri)]
+    targets = []
+    for folder, relpath, file_uri in pairs:
+        opened = ls.open_text(file_uri)
+        text, version = opened if opened is not None else (None, None)
+        targets.append(Target(folder, relpath, file_uri, text, version))
+    return targets
+
+
+def _transform(
+    targets: list[Target], strip: bool, encoding: str
+) -> tuple[list[FileEdit], list[str]]:
+    """Indexer thread: the edits for every target whose text would change, and skipped files."""
+    edits: list[FileEdit] = []
+    skipped: list[str] = []
+    for t in targets:
+        if t.buffer is not None:
+            enc = _python_codec(declared_encoding(t.buffer.encode("utf-8", "surrogatepass")))
+            old_text = t.buffer
+            data = old_text.encode(enc, errors="surrogateescape")
+        else:
+            try:
+                data = (t.folder.root / t.relpath).read_bytes()
+            except OSError as exc:
+                skipped.append(f"{t.relpath}: {exc.strerror or exc}")
+                continue
+            enc = declared_encoding(data)
+            old_text = data.decode(enc, errors="replace")
+            if enc == "utf-8-sig":
+                enc = "utf-8"
+                data = data[3:]
+            index = t.folder.index
+            if not strip and index is not None and index.source(t.relpath) != data:
+                t.folder.reload(t.relpath)
+        try:
+            new, problems = _apply(t.folder, t.relpath, data, strip)
+        except Exception as exc:  # one bad file is reported, the rest go through
+            skipped.append(f"{t.relpath}: {exc}")
+            continue
+        skipped.extend(problems)
+        if new == data:
+            continue
+        new_text = new.decode(enc, errors="surrogateescape" if t.buffer is not None else "replace")
+        edits.append(FileEdit(t.uri, t.version, text_edits(old_text, new_text, encoding)))
+    return edits, skipped
+
+
+def _python_codec(name: str) -> str:
+    return "utf-8" if name == "utf-8-sig" else name
+
+
+def _apply(folder: Folder, relpath: str, data: bytes, strip: bool) -> tuple[bytes, list[str]]:
+    """The new bytes of one file, and why parts of it were left alone."""
+    if strip:
+        result = tag_text.strip(data)
+        return result.text, [f"{relpath}:{line}: {msg}" for line, msg in result.damaged]
+    graph = folder.graph
+    if graph is None or folder.policy is None:
+        raise RuntimeError("not indexed yet")
+    with graph.lock:
+        done = tag_apply.render_file(graph, relpath, data, folder.policy)
+    return done.text, [f"{relpath}:{line}: {msg}" for line, msg in done.problems]
+
+
+async def _edit_files(ls: AnchorServer, args: tuple[Any, ...], strip: bool) -> dict[str, Any]:
+    command = STRIP if strip else MATERIALIZE
+    arg = _one_object(args, command, '{"uri": URI, "version"?: N} for one file, {} for all')
+    targets = _targets(ls, arg, command)
+    if not ls.client_supports("workspace.apply_edit"):
+        ls.tell_user(f"{command}: this editor cannot apply workspace edits; nothing was changed")
+        return {"applied": False, "reason": "client cannot apply workspace edits"}
+    wanted = arg.get("version")
+    if wanted is not None and targets and targets[0].version != wanted:
+        reason = f"the document is at version {targets[0].version}, not {wanted}"
+        ls.tell_user(f"{command}: {reason}; nothing was changed")
+        return {"applied": False, "reason": reason}
+    if not strip and any(f.state != READY for f in {t.folder for t in targets}):
+        ls.tell_user(f"{command}: the index is still being built; try again when it is ready")
+        return {"applied": False, "reason": "indexing"}
+    await ls.flush_all(t.uri for t in targets if t.buffer is not None)
+    edits, skipped = await ls.mutate(_transform, targets, strip, ls.encoding)
+    for problem in skipped:
+        ls.log_to_client(f"{command}: skipped {problem}", types.MessageType.Warning)
+    moved = [t.uri for t in targets if t.buffer is not None and _version(ls, t.uri) != t.version]
+    if moved:
+        reason = f"{len(moved)} document(s) changed while the edit was computed"
+        ls.tell_user(f"{command}: {reason}; nothing was changed, run it again")
+        return {"applied": False, "reason": reason}
+    if not edits:
+        return {"applied": True, "files": 0, "skipped": skipped}
+    params = types.ApplyWorkspaceEditParams(
+        edit=workspace_edit(edits, ls.client_supports("workspace.workspace_edit.document_changes")),
+        label="Materialize CodeAnchor tags" if not strip else "Strip CodeAnchor tags",
+    )
+    result = await ls.workspace_apply_edit_async(params)
+    if not result.applied:
+        why = result.failure_reason or "no reason given"
+        ls.tell_user(f"{command}: the editor did not apply the edit: {why}")
+    return {
+        "applied": bool(result.applied),
+        "files": len(edits) if result.applied else 0,
+        "skipped": skipped,
+        "reason": result.failure_reason,
+    }
+
+
+def _version(ls: AnchorServer, uri: str) -> int | None:
+    opened = ls.open_text(uri)
+    return opened[1] if opened is not None else None
+
+
+# ----- export, reindex, stats ------------------------------------------
+def _export(folder: Folder, out: Path, force: bool, include_git: bool) -> tag_apply.Report:
+    if folder.index is None or folder.policy is None:
+        raise RuntimeError("not indexed")
+    return tag_apply.export_snapshot(folder.index, out, folder.policy, force, include_git)
+
+
+async def _export_command(ls: AnchorServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    arg = _one_object(args, EXPORT, '{"out": DIR, "force"?: bool, "includeGit"?: bool}')
+    out = arg.get("out")
+    if not isinstance(out, str) or not out:
+        raise JsonRpcInvalidParams(message=f'{EXPORT}: "out" must be a directory path')
+    force, include_git = arg.get("force", False), arg.get("includeGit", False)
+    if not isinstance(force, bool) or not isinstance(include_git, bool):
+        raise JsonRpcInvalidParams(message=f'{EXPORT}: "force" and "includeGit" must be booleans')
+    if not ls.folders:
+        raise JsonRpcInvalidParams(message=f"{EXPORT}: no workspace folder is open")
+    base = Path(to_fs_path(out) or out) if out.startswith("file:") else Path(out).expanduser()
+    if not base.is_absolute():
+        base = ls.folders[0].root / base
+    results = []
+    for folder in ls.folders:
+        if folder.state != READY:
+            raise JsonRpcInvalidParams(message=f"{EXPORT}: {folder.root} is still being indexed")
+        target = base if len(ls.folders) == 1 else base / folder.root.name
+        progress = WorkProgress(ls, f"anchor-ls: Exporting {folder.root.name}")
+        await progress.begin(str(target))
+        try:
+            summary: tag_apply.Report = await ls.mutate(_export, folder, target, force, include_git)
+        except Exception as exc:
+            progress.end(f"failed: {exc}")
+            ls.tell_user(f"{EXPORT}: {exc}")
+            return {"ok": False, "out": str(target), "reason": str(exc)}
+        progress.end(f"written to {target}")
+        results.append(
+            {
+                "root": str(folder.root),
+                "out": str(target),
+                "files": summary.files,
+                "tagged": len(summary.changed),
+                "problems": summary.problems,
+            }
+        )
+    return {"ok": True, "exports": results}
+
+
+def _policy_json(policy: ResolvedPolicy | None) -> dict[str, Any] | None:
+    if policy is None:
+        return None
+    return {
+        "name": policy.name,
+        "fields": list(policy.fields),
+        "maxItems": policy.max_items,
+        "reason": policy.reason,
+    }
+
+
+async def _reindex(ls: AnchorServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    arg = _one_object(args, REINDEX, '{"uri"?: FOLDER_URI}')
+    folders = ls.folders
+    if arg.get("uri") is not None:
+        folder = ls.folder_of_uri(arg["uri"]) if isinstance(arg["uri"], str) else None
+        if folder is None:
+            raise JsonRpcInvalidParams(
+                message=f"{REINDEX}: {arg['uri']!r} is not a workspace folder"
+            )
+        folders = [folder]
+    await ls.build(folders, title="Re-indexing")
+    return await _stats(ls, ())
+
+
+def _folder_stats(ls: AnchorServer, folder: Folder) -> dict[str, Any]:
+    entry: dict[str, Any] = {"root": str(folder.root), "state": folder.state, "error": folder.error}
+    index = folder.index
+    if index is not None and folder.state == READY:
+        entry["stats"] = index.stats().as_dict()
+    entry["policy"] = _policy_json(folder.policy)
+    return entry
+
+
+async def _stats(ls: AnchorServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    _one_object(args, STATS, "no argument")
+    folders = [await ls.read(_folder_stats, ls, f) for f in ls.folders]
+    return {"folders": folders, "settings": ls.settings.as_json(), "positionEncoding": ls.encoding}
+
+
+HANDLERS: dict[str, Callable[..., Any]] = {
+    MATERIALIZE: lambda ls, args: _edit_files(ls, args, strip=False),
+    STRIP: lambda ls, args: _edit_files(ls, args, strip=True),
+    EXPORT: _export_command,
+    REINDEX: _reindex,
+    STATS: _stats,
+}
+
+
+def _command(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """A pygls command that takes the raw argument list and validates it itself."""
+
+    async def run(ls: AnchorServer, *args: Any) -> Any:
+        return await handler(ls, args)
+
+    return run
+
+
+def register(ls: AnchorServer) -> None:
+    for name, handler in HANDLERS.items():
+        ls.command(name)(_command(handler))

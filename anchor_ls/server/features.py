@@ -1,0 +1,181 @@
+"""Request handlers: inlay hints, code lenses, call and type hierarchy.
+
+Each answers from what the index knows now (during indexing too) and returns
+an empty result for a URI, position or item that is not ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+
+from anchor_ls.server import hierarchy
+from anchor_ls.server.folders import READY, Folder
+from anchor_ls.server.hints import inlay_hints, resolve_tooltip
+from anchor_ls.server.lenses import code_lenses, resolve_lens
+from anchor_ls.server.locations import Locator
+from anchor_ls.server.protocol import JsonList
+from anchor_ls.server.server import AnchorServer
+
+
+def _at(ls: AnchorServer, uri: str, position: types.Position, pick: Any) -> Any:
+    """Reader thread: the entity `pick` finds under a request position, with its folder."""
+    point = ls.point(uri, position)
+    if point is None:
+        return None
+    folder, relpath, line, col = point
+    graph = folder.graph
+    if graph is None:
+        return None
+    with graph.lock:
+        entity = pick(graph, relpath, line, col)
+    return (folder, entity) if entity is not None else None
+
+
+def _prepare(ls: AnchorServer, uri: str, position: types.Position, types_only: bool) -> Any:
+    found = _at(ls, uri, position, hierarchy.class_target if types_only else hierarchy.call_target)
+    if found is None:
+        return None
+    folder, entity = found
+    where = Locator(folder, ls.encoding)
+    with folder.graph.lock:  # type: ignore[union-attr]
+        item = (
+            hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
+        )
+    return [item]
+
+
+def _item(ls: AnchorServer, item: Any) -> tuple[Folder, Any] | None:
+    """Reader thread: the folder and entity of a hierarchy item sent back by the client."""
+    where = ls.locate(item.uri)
+    if where is None:
+        return None
+    folder, relpath = where
+    graph = folder.graph
+    if graph is None:
+        return None
+    with graph.lock:
+        entity = hierarchy.item_entity(graph, folder, relpath, item)
+    return (folder, entity) if entity is not None else None
+
+
+def _related(ls: AnchorServer, item: Any, which: str) -> list:
+    found = _item(ls, item)
+    if found is None:
+        return []
+    folder, entity = found
+    with folder.graph.lock:  # type: ignore[union-attr]
+        if which == "incoming":
+            return hierarchy.incoming(folder, entity, ls.encoding)
+        if which == "outgoing":
+            return hierarchy.outgoing(folder, entity, ls.encoding)
+        return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
+
+
+def _hints(ls: AnchorServer, uri: str, rng: types.Range) -> JsonList:
+    where = ls.locate(uri)
+    if where is None or not ls.settings.inlay_hints:
+        return JsonList()
+    folder, relpath = where
+    lines = (rng.start.line, rng.end.line)
+    return inlay_hints(folder, relpath, ls.settings, ls.encoding, lines, _lazy_tooltips(ls))
+
+
+def _lazy_tooltips(ls: AnchorServer) -> bool:
+    """Leave tooltips to inlayHint/resolve when the client resolves them (smaller answers)."""
+    support = get_capability(ls.client_capabilities, "text_document.inlay_hint.resolve_support")
+    return support is not None and "tooltip" in (support.properties or ())
+
+
+def _resolve_hint(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint:
+    data = hint.data if isinstance(hint.data, dict) else {}
+    uri, entity_id = data.get("uri"), data.get("id")
+    where = ls.locate(uri) if isinstance(uri, str) else None
+    if where is not None and isinstance(entity_id, str):
+        found = resolve_tooltip(where[0], entity_id, ls.settings)
+        if found is not None:
+            hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=found["value"])
+    return hint
+
+
+def _lenses(ls: AnchorServer, uri: str) -> list[types.CodeLens]:
+    where = ls.locate(uri)
+    if where is None or not ls.settings.code_lens:
+        return []
+    folder, relpath = where
+    return code_lenses(folder, relpath, uri, ls.settings)
+
+
+def _resolve(ls: AnchorServer, lens: types.CodeLens) -> types.CodeLens:
+    data = lens.data if isinstance(lens.data, dict) else {}
+    where = ls.locate(data.get("uri", "")) if isinstance(data.get("uri"), str) else None
+    if where is None:
+        lens.command = types.Command(title="(not indexed)", command="")
+        return lens
+    return resolve_lens(where[0], lens, ls.encoding)
+
+
+async def _settled(ls: AnchorServer, uri: str) -> None:
+    """Let a pending re-index of the document land first, unless a build is running."""
+    where = ls.locate(uri)
+    if where is not None and where[0].state == READY:
+        await ls.settled(uri)
+
+
+def register(ls: AnchorServer) -> None:
+    @ls.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))
+    async def inlay_hint(ls: AnchorServer, params: types.InlayHintParams) -> JsonList:
+        # JSON-ready dicts, not lsprotocol objects: this answer is the hot path.
+        await _settled(ls, params.text_document.uri)
+        return await ls.read(_hints, ls, params.text_document.uri, params.range)
+
+    @ls.feature(types.INLAY_HINT_RESOLVE)
+    async def inlay_hint_resolve(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint:
+        return await ls.read(_resolve_hint, ls, hint)
+
+    @ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
+    async def code_lens(ls: AnchorServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        await _settled(ls, params.text_document.uri)
+        return await ls.read(_lenses, ls, params.text_document.uri)
+
+    @ls.feature(types.CODE_LENS_RESOLVE)
+    async def code_lens_resolve(ls: AnchorServer, lens: types.CodeLens) -> types.CodeLens:
+        return await ls.read(_resolve, ls, lens)
+
+    @ls.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
+    async def prepare_call_hierarchy(
+        ls: AnchorServer, params: types.CallHierarchyPrepareParams
+    ) -> list[types.CallHierarchyItem] | None:
+        return await ls.read(_prepare, ls, params.text_document.uri, params.position, False)
+
+    @ls.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
+    async def incoming_calls(
+        ls: AnchorServer, params: types.CallHierarchyIncomingCallsParams
+    ) -> list[types.CallHierarchyIncomingCall]:
+        return await ls.read(_related, ls, params.item, "incoming")
+
+    @ls.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
+    async def outgoing_calls(
+        ls: AnchorServer, params: types.CallHierarchyOutgoingCallsParams
+    ) -> list[types.CallHierarchyOutgoingCall]:
+        return await ls.read(_related, ls, params.item, "outgoing")
+
+    @ls.feature(types.TEXT_DOCUMENT_PREPARE_TYPE_HIERARCHY)
+    async def prepare_type_hierarchy(
+        ls: AnchorServer, params: types.TypeHierarchyPrepareParams
+    ) -> list[types.TypeHierarchyItem] | None:
+        return await ls.read(_prepare, ls, params.text_document.uri, params.position, True)
+
+    @ls.feature(types.TYPE_HIERARCHY_SUPERTYPES)
+    async def supertypes(
+        ls: AnchorServer, params: types.TypeHierarchySupertypesParams
+    ) -> list[types.TypeHierarchyItem]:
+        return await ls.read(_related, ls, params.item, "supertypes")
+
+    @ls.feature(types.TYPE_HIERARCHY_SUBTYPES)
+    async def subtypes(
+        ls: AnchorServer, params: types.TypeHierarchySubtypesParams
+    ) -> list[types.TypeHierarchyItem]:
+        return await ls.read(_related, ls, params.item, "subtypes")

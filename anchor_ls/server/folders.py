@@ -1,0 +1,171 @@
+"""One workspace folder: its Index, build state, tag policy and line tables.
+
+Mutating methods run only on the server's single indexer thread (that is what
+serializes index mutations); readers on other threads take `graph.lock`.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from anchor_ls.index import Graph, Index, IndexStats
+from anchor_ls.index.stats import graph_figures
+from anchor_ls.server.settings import Settings
+from anchor_ls.server.sources import SourceView
+from anchor_ls.tags.policy import resolve_policy
+
+log = logging.getLogger(__name__)
+
+PENDING, INDEXING, READY, FAILED = "pending", "indexing", "ready", "failed"
+MEMO_SIZE = 256
+T = TypeVar("T")
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a build allocates its graph, then freeze it.
+
+    A build creates millions of long-lived objects; every full collection walks all of
+    them (seconds each on Django, and many of them during one build). Frozen objects are
+    left out of later collections, so requests do not stall on the collector either.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+def _cache_dir(settings: Settings, root: Path, shared: bool) -> Path | None:
+    """The cache folder for `root`; one subfolder per root when several share a setting."""
+    if settings.cache_dir is None:
+        return None
+    base = Path(settings.cache_dir).expanduser()
+    if not base.is_absolute():
+        base = root / base
+    if shared:
+        import hashlib
+
+        digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
+        return base / f"{root.name}-{digest}"
+    return base
+
+
+class Folder:
+    """A workspace folder and the index of the Python files under it."""
+
+    def __init__(self, uri: str, root: Path) -> None:
+        self.uri = uri
+        self.root = root
+        self.index: Index | None = None
+        self.state = PENDING
+        self.error: str | None = None
+        self.stats: IndexStats | None = None
+        self.policy: Any = None
+        self.generation = 0
+        self._views: dict[str, SourceView] = {}
+        self._memo: dict[Any, Any] = {}
+        self._memo_generation = -1
+
+    # ----- reads (any thread) -------------------------------------------
+    @property
+    def graph(self) -> Graph | None:
+        return self.index.graph if self.index is not None else None
+
+    def relpath(self, path: Path) -> str | None:
+        try:
+            rel = path.resolve().relative_to(self.root)
+        except (ValueError, OSError):
+            return None
+        return rel.as_posix()
+
+    def view(self, relpath: str) -> SourceView | None:
+        """Derived facts of the source last indexed for relpath (cached until it changes)."""
+        index = self.index
+        source = index.source(relpath) if index is not None else None
+        if source is None:
+            return None
+        cached = self._views.get(relpath)
+        if cached is not None and cached.source is source:
+            return cached
+        view = SourceView(self.root, relpath, source)
+        self._views[relpath] = view
+        return view
+
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """compute(), remembered until the index or the policy changes (generation)."""
+        generation = self.generation
+        if self._memo_generation != generation:
+            self._memo, self._memo_generation = {}, generation
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        value = compute()
+        if self.state == READY and self.generation == generation:
+            while len(memo) >= MEMO_SIZE:
+                memo.pop(next(iter(memo)), None)
+            memo[key] = value
+        return value
+
+    # ----- mutations (indexer thread only) ------------------------------
+    def build(self, settings: Settings, shared_cache: bool, progress: Callable) -> None:
+        """(Re)create the Index and build it; the old graph serves until the new one is ready."""
+        self.state = INDEXING
+        self.error = None
+        if self.policy is None:  # until the graph's figures are known
+            self.policy = resolve_policy(settings.policy, 0.0, settings.max_items)
+        try:
+            index = Index(
+                self.root,
+                cache_dir=_cache_dir(settings, self.root, shared_cache),
+                exclude=settings.exclude,
+            )
+            if self.index is None:
+                # First build: serve what is known while the graph fills in.
+                self.index = index
+            with collector_paused():
+                stats = index.build(progress)
+        except Exception as exc:  # reported to the client; the server keeps running
+            log.exception("indexing %s failed", self.root)
+            self.state = FAILED
+            self.error = f"{type(exc).__name__}: {exc}"
+            return
+        self.index = index
+        self.stats = stats
+        self._views.clear()
+        self.state = READY
+        self.choose_policy(settings)
+
+    def choose_policy(self, settings: Settings) -> None:
+        graph = self.graph
+        if graph is None:
+            return
+        with graph.lock:
+            mean_out, _hubs = graph_figures(graph)
+        self.policy = resolve_policy(settings.policy, mean_out, settings.max_items)
+        self.generation += 1
+
+    def update(self, relpath: str, text: str | bytes) -> set[str]:
+        return self._mutate(lambda index: index.update_file(relpath, text), relpath)
+
+    def reload(self, relpath: str) -> set[str]:
+        return self._mutate(lambda index: index.reload_file(relpath), relpath)
+
+    def remove(self, relpath: str) -> set[str]:
+        return self._mutate(lambda index: index.remove_file(relpath), relpath)
+
+    def _mutate(self, change: Callable[[Index], set[str]], relpath: str) -> set[str]:
+        index = self.index
+        if index is None:
+            return set()
+        changed = set(change(index)) | {relpath}
+        self.generation += 1
+        return changed

@@ -1,0 +1,137 @@
+"""Call hierarchy and type hierarchy over the index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsprotocol import types
+
+from anchor_ls.index import CALLS, CONTAINS, INHERITS, Entity, Graph
+from anchor_ls.server.folders import Folder
+from anchor_ls.server.locations import Locator
+
+SYMBOL_KINDS = {
+    "module": types.SymbolKind.Module,
+    "class": types.SymbolKind.Class,
+    "function": types.SymbolKind.Function,
+    "method": types.SymbolKind.Method,
+    "constant": types.SymbolKind.Constant,
+}
+
+
+def _inside(span: tuple[int, int, int, int], line: int, col: int) -> bool:
+    sl, sc, el, ec = span
+    return (sl, sc) <= (line, col) <= (el, ec)
+
+
+def callee_at(graph: Graph, enclosing: Entity, line: int, col: int) -> Entity | None:
+    """The entity a call site under the cursor resolves to (the innermost call wins)."""
+    best: tuple[int, int, str] | None = None
+    for dst in graph.out(CALLS, enclosing.id):
+        for span in graph.sites(enclosing.id, dst):
+            if _inside(span, line, col):
+                size = (span[2] - span[0], span[3] - span[1] if span[0] == span[2] else 0)
+                if best is None or size < best[:2]:
+                    best = (*size, dst)
+    return graph.entity(best[2]) if best else None
+
+
+def call_target(graph: Graph, relpath: str, line: int, col: int) -> Entity | None:
+    """A call under the cursor names its callee; anywhere else, the enclosing definition."""
+    enclosing = graph.entity_at(relpath, line)
+    if enclosing is None:
+        return None
+    return callee_at(graph, enclosing, line, col) or enclosing
+
+
+def class_target(graph: Graph, relpath: str, line: int, col: int) -> Entity | None:
+    """The class under the cursor: a class being called, else the enclosing class."""
+    entity = graph.entity_at(relpath, line)
+    if entity is None:
+        return None
+    called = callee_at(graph, entity, line, col)
+    if called is not None and called.kind == "class":
+        return called
+    while entity is not None and entity.kind != "class":
+        parents = graph.into(CONTAINS, entity.id)
+        entity = graph.entity(parents[0]) if parents else None
+    return entity
+
+
+def _item_fields(entity: Entity, where: Locator) -> dict[str, Any]:
+    return {
+        "name": entity.name or entity.path,
+        "kind": SYMBOL_KINDS.get(entity.kind, types.SymbolKind.Object),
+        "uri": where.uri(entity.path),
+        "range": where.full_range(entity),
+        "selection_range": where.range(entity.path, entity.name_span),
+        "detail": entity.id,
+        "data": {"id": entity.id},
+    }
+
+
+def call_item(entity: Entity, where: Locator) -> types.CallHierarchyItem:
+    return types.CallHierarchyItem(**_item_fields(entity, where))
+
+
+def type_item(entity: Entity, where: Locator) -> types.TypeHierarchyItem:
+    return types.TypeHierarchyItem(**_item_fields(entity, where))
+
+
+def item_entity(graph: Graph, folder: Folder, relpath: str, item: Any) -> Entity | None:
+    """The entity an item stands for: by its data, else by where its name is."""
+    data = getattr(item, "data", None)
+    if isinstance(data, dict) and isinstance(data.get("id"), str):
+        found = graph.entity(data["id"])
+        if found is not None:
+            return found
+    start = item.selection_range.start
+    entity = graph.entity_at(relpath, start.line)
+    return entity if entity is not None and entity.name_span[0] == start.line else None
+
+
+def incoming(
+    folder: Folder, entity: Entity, encoding: str
+) -> list[types.CallHierarchyIncomingCall]:
+    graph = folder.graph
+    assert graph is not None
+    where = Locator(folder, encoding)
+    calls = []
+    for caller_id in graph.into(CALLS, entity.id):
+        caller = graph.entity(caller_id)
+        if caller is None:
+            continue
+        ranges = [where.range(caller.path, s) for s in graph.sites(caller_id, entity.id)]
+        calls.append(
+            types.CallHierarchyIncomingCall(from_=call_item(caller, where), from_ranges=ranges)
+        )
+    return calls
+
+
+def outgoing(
+    folder: Folder, entity: Entity, encoding: str
+) -> list[types.CallHierarchyOutgoingCall]:
+    graph = folder.graph
+    assert graph is not None
+    where = Locator(folder, encoding)
+    calls = []
+    for callee_id in graph.out(CALLS, entity.id):
+        callee = graph.entity(callee_id)
+        if callee is None:
+            continue
+        ranges = [where.range(entity.path, s) for s in graph.sites(entity.id, callee_id)]
+        calls.append(
+            types.CallHierarchyOutgoingCall(to=call_item(callee, where), from_ranges=ranges)
+        )
+    return calls
+
+
+def related_types(
+    folder: Folder, entity: Entity, encoding: str, supertypes: bool
+) -> list[types.TypeHierarchyItem]:
+    graph = folder.graph
+    assert graph is not None
+    where = Locator(folder, encoding)
+    ids = graph.out(INHERITS, entity.id) if supertypes else graph.into(INHERITS, entity.id)
+    found = (graph.entity(i) for i in ids)
+    return [type_item(e, where) for e in found if e is not None]

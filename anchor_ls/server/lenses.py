@@ -1,0 +1,102 @@
+"""Code lenses: counts above each definition; resolving one fills in its locations.
+
+`anchor.showLocations` is a client-side command: the editor clients map it to
+their references view, with arguments [uri, position, locations].
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsprotocol import types
+
+from anchor_ls.index import Entity, Graph
+from anchor_ls.server.fields import degree, look, related
+from anchor_ls.server.folders import Folder
+from anchor_ls.server.hints import DEF_KINDS
+from anchor_ls.server.locations import Locator
+from anchor_ls.server.settings import Settings
+
+SHOW_LOCATIONS = "anchor.showLocations"
+
+
+def title(field: str, count: int) -> str:
+    noun = look(field)
+    return f"{count} {noun.one if count == 1 else noun.many}"
+
+
+def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> list[types.CodeLens]:
+    """Unresolved lenses (range and data) for every field with a non-zero count."""
+    graph = folder.graph
+    if graph is None:
+        return []
+    lenses: list[types.CodeLens] = []
+    with graph.lock:
+        for entity in graph.file_entities(relpath):
+            if entity.kind not in DEF_KINDS:
+                continue
+            line = entity.start_line - 1
+            at = types.Range(types.Position(line, 0), types.Position(line, 0))
+            for field in settings.lens_fields:
+                if degree(graph, field, entity.id):
+                    lenses.append(
+                        types.CodeLens(range=at, data={"uri": uri, "id": entity.id, "field": field})
+                    )
+    return lenses
+
+
+def _locations(graph: Graph, field: str, entity: Entity, where: Locator) -> list[types.Location]:
+    """Call sites for callers; the definitions of everything else."""
+    found: list[types.Location] = []
+    for other_id in related(graph, field, entity.id):
+        other = graph.entity(other_id)
+        if other is None:
+            continue
+        sites = graph.sites(other_id, entity.id) if field == "CALLED_BY" else []
+        if sites:
+            uri = where.uri(other.path)
+            found.extend(types.Location(uri, where.range(other.path, s)) for s in sites)
+        else:
+            found.append(where.name_location(other))
+    return found
+
+
+def _plain(location: types.Location) -> dict[str, Any]:
+    """A Location as JSON, since command arguments are untyped."""
+    r = location.range
+    return {
+        "uri": location.uri,
+        "range": {
+            "start": {"line": r.start.line, "character": r.start.character},
+            "end": {"line": r.end.line, "character": r.end.character},
+        },
+    }
+
+
+def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.CodeLens:
+    """Fill in the title and the showLocations command of a lens made by code_lenses."""
+    data = lens.data if isinstance(lens.data, dict) else {}
+    graph = folder.graph
+    entity_id, field, uri = data.get("id"), data.get("field"), data.get("uri")
+    if graph is None or not isinstance(entity_id, str) or not isinstance(field, str):
+        lens.command = types.Command(title="(not indexed)", command="")
+        return lens
+    with graph.lock:
+        entity = graph.entity(entity_id)
+        if entity is None:
+            lens.command = types.Command(title="(no longer indexed)", command="")
+            return lens
+        where = Locator(folder, encoding)
+        count = degree(graph, field, entity_id)
+        locations = [_plain(loc) for loc in _locations(graph, field, entity, where)]
+        position = where.name_location(entity).range.start
+    lens.command = types.Command(
+        title=title(field, count),
+        command=SHOW_LOCATIONS,
+        arguments=[
+            uri,
+            {"line": position.line, "character": position.character},
+            locations,
+        ],
+    )
+    return lens

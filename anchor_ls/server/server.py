@@ -1,0 +1,274 @@
+"""The language server object: folders, settings, and where work runs.
+
+Three places run code. The event loop answers messages and never waits on the
+index. One indexer thread runs every index mutation (builds, re-indexing from
+buffers or disk, exports), which serializes them. A small reader pool computes
+answers under `graph.lock`, so a slow query never stalls the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path, uri_scheme
+
+from anchor_ls import __version__
+from anchor_ls.server.folders import READY, Folder
+from anchor_ls.server.positions import UTF16, position_to_bytes, text_lines
+from anchor_ls.server.progress import WorkProgress, indexing_message
+from anchor_ls.server.protocol import AnchorProtocol
+from anchor_ls.server.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEBOUNCE_SECONDS = 0.15
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+class AnchorServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "anchor-ls",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=AnchorProtocol,
+        )
+        self.settings = Settings()
+        self.folders: list[Folder] = []
+        self.indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="anchor-index")
+        self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="anchor-read")
+        self._pending_text: dict[str, str] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._settled: dict[str, asyncio.Future[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.startup_problems: list[str] = []
+
+    # ----- plumbing -----------------------------------------------------
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    @property
+    def encoding(self) -> str:
+        enc = self.workspace.position_encoding
+        return str(getattr(enc, "value", enc) or UTF16)
+
+    def client_supports(self, path: str) -> bool:
+        """A client capability by dotted snake_case path, e.g. 'workspace.apply_edit'."""
+        return bool(get_capability(self.client_capabilities, path, False))
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a query on the reader pool (it takes graph.lock itself)."""
+        return await self.loop.run_in_executor(self.readers, fn, *args)
+
+    async def mutate(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run an index mutation on the single indexer thread, after those queued before it."""
+        return await self.loop.run_in_executor(self.indexer, fn, *args)
+
+    def log_to_client(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        log.log(logging.WARNING if kind <= types.MessageType.Warning else logging.INFO, message)
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def tell_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        log.warning(message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors go to the log, not to pop-ups: one bad message must not nag the user."""
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        try:
+            self.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Error, message=f"anchor-ls: {error}")
+            )
+        except Exception:
+            log.debug("could not forward the error to the client", exc_info=True)
+
+    # ----- documents and folders ---------------------------------------
+    def locate(self, uri: str) -> tuple[Folder, str] | None:
+        """The folder and relpath of a Python file URI, or None when it is not ours."""
+        if not isinstance(uri, str) or uri_scheme(uri) != "file":
+            return None
+        fs_path = to_fs_path(uri)
+        if not fs_path or not fs_path.endswith(PYTHON_SUFFIXES):
+            return None
+        path = Path(fs_path)
+        best: tuple[Folder, str] | None = None
+        for folder in self.folders:
+            rel = folder.relpath(path)
+            if rel is not None and (
+                best is None or len(folder.root.parts) > len(best[0].root.parts)
+            ):
+                best = (folder, rel)
+        return best
+
+    def folder_of_uri(self, uri: str) -> Folder | None:
+        fs_path = to_fs_path(uri) if uri_scheme(uri) == "file" else None
+        if not fs_path:
+            return None
+        path = Path(fs_path).resolve()
+        for folder in self.folders:
+            if folder.root == path:
+                return folder
+        return None
+
+    def open_text(self, uri: str) -> tuple[str, int | None] | None:
+        """(text, version) of a document open in the editor, else None."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return None
+        return doc.source, doc.version
+
+    def point(self, uri: str, position: types.Position) -> tuple[Folder, str, int, int] | None:
+        """A request position as (folder, relpath, line, UTF-8 byte column), or None."""
+        where = self.locate(uri)
+        if where is None:
+            return None
+        folder, relpath = where
+        opened = self.open_text(uri)
+        if opened is not None:
+            lines = text_lines(opened[0])
+        else:
+            view = folder.view(relpath)
+            if view is None:
+                return None
+            table = view.table
+            lines = [table.line(i).decode("utf-8", "replace") for i in range(table.line_count)]
+        at = position_to_bytes(lines, position, self.encoding)
+        if at is None:
+            return None
+        return folder, relpath, at[0], at[1]
+
+    # ----- freshness ----------------------------------------------------
+    def schedule_update(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+        """Re-index an open buffer once typing pauses for `delay` seconds."""
+        opened = self.open_text(uri)
+        if opened is None or self.locate(uri) is None:
+            return
+        self._pending_text[uri] = opened[0]
+        if uri not in self._settled:
+            self._settled[uri] = self.loop.create_future()
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self._timers[uri] = self.loop.call_later(
+            delay, lambda: asyncio.ensure_future(self.flush(uri))
+        )
+
+    def cancel_update(self, uri: str) -> None:
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self._pending_text.pop(uri, None)
+        self._settle(uri)
+
+    def _settle(self, uri: str) -> None:
+        if uri not in self._pending_text:
+            waiter = self._settled.pop(uri, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+    async def settled(self, uri: str) -> None:
+        """Wait until the buffer of `uri` is indexed (a no-op when no update is pending).
+
+        A request for a document being edited then answers for the text the user sees;
+        the client may cancel it while it waits.
+        """
+        waiter = self._settled.get(uri)
+        if waiter is not None:
+            await asyncio.shield(waiter)
+
+    async def flush(self, uri: str) -> None:
+        """Index the latest pending text of `uri` now (a no-op when nothing is pending)."""
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        text = self._pending_text.pop(uri, None)
+        where = self.locate(uri)
+        try:
+            if text is None or where is None:
+                return
+            folder, relpath = where
+            changed = await self.mutate(_apply_buffer, folder, relpath, text)
+            self.changed(changed)
+        finally:
+            self._settle(uri)
+
+    async def flush_all(self, uris: Iterable[str] | None = None) -> None:
+        for uri in list(self._pending_text if uris is None else uris):
+            await self.flush(uri)
+
+    def changed(self, relpaths: set[str]) -> None:
+        """Ask the client to re-request hints and lenses after the facts changed."""
+        if relpaths:
+            self.refresh()
+
+    def refresh(self) -> None:
+        if self.client_supports("workspace.inlay_hint.refresh_support"):
+            self.workspace_inlay_hint_refresh(None)
+        if self.client_supports("workspace.code_lens.refresh_support"):
+            self.workspace_code_lens_refresh(None)
+
+    # ----- indexing -----------------------------------------------------
+    async def build(self, folders: list[Folder], title: str = "Indexing") -> None:
+        """Build folders one after another on the indexer thread, with one progress bar each."""
+        shared = self.settings.cache_dir is not None and len(self.folders) > 1
+        for folder in folders:
+            progress = WorkProgress(self, f"anchor-ls: {title} {folder.root.name}")
+            await progress.begin("scanning")
+
+            def on_progress(
+                done: int, total: int, relpath: str, p: WorkProgress = progress
+            ) -> None:
+                p.report(done, total, indexing_message(done, total, relpath))
+
+            await self.mutate(folder.build, self.settings, shared, on_progress)
+            if folder.state == READY and folder.stats is not None:
+                s = folder.stats
+                summary = (
+                    f"{s.files} files, {s.entities} entities, "
+                    f"{sum(s.edges.values())} edges ({s.from_cache} from cache)"
+                )
+                progress.end(summary)
+                self.log_to_client(f"anchor-ls: indexed {folder.root}: {summary}")
+            else:
+                progress.end(f"failed: {folder.error}")
+                self.tell_user(f"anchor-ls: indexing {folder.root} failed: {folder.error}")
+            await self.reapply_buffers(folder)
+        self.refresh()
+
+    async def reapply_buffers(self, folder: Folder) -> None:
+        """After a build from disk, put the unsaved buffers of open documents back."""
+        for uri in list(self.workspace.text_documents):
+            where = self.locate(uri)
+            if where is not None and where[0] is folder:
+                self.schedule_update(uri, delay=0)
+
+    def shutdown_workers(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        for waiter in self._settled.values():
+            waiter.cancel()
+        self.indexer.shutdown(wait=False, cancel_futures=True)
+        self.readers.shutdown(wait=False, cancel_futures=True)
+
+
+def _apply_buffer(folder: Folder, relpath: str, text: str) -> set[str]:
+    """Indexer thread: re-index relpath from a buffer unless the index already has that text."""
+    index = folder.index
+    if index is None or not index.is_indexable(relpath):
+        return set()  # excluded files stay out even when opened
+    if index.source(relpath) == text.encode("utf-8", errors="surrogatepass"):
+        return set()
+    return folder.update(relpath, text)

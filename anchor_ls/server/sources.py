@@ -1,0 +1,69 @@
+"""What the server derives from one indexed source, computed once per source version.
+
+A hint request names entities of many files; each file's URI, line table and the
+client ranges of its definitions are kept here until the index holds new bytes for
+that file (the cache is keyed by the identity of the indexed source).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pygls.uris import from_fs_path
+
+from anchor_ls.index import Entity, Span
+from anchor_ls.server.positions import UTF8, LineTable, bytes_to_units
+from anchor_ls.syntax.source import UnreadableSource, decode_source
+
+JsonRange = dict[str, dict[str, int]]
+
+
+def line_table(source: bytes) -> LineTable:
+    """Lines of a source as the syntax layer counted them: decoded, '\\n' endings, UTF-8."""
+    try:
+        text = decode_source(source, limit=1 << 62).text
+    except UnreadableSource:
+        text = source.decode("utf-8", errors="replace")
+    return LineTable.of(text.encode("utf-8", errors="surrogatepass"))
+
+
+def json_range(sl: int, sc: int, el: int, ec: int) -> JsonRange:
+    return {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}}
+
+
+class SourceView:
+    __slots__ = ("_names", "_table", "ascii", "source", "uri")
+
+    def __init__(self, root: Path, relpath: str, source: bytes) -> None:
+        self.source = source
+        self.uri = from_fs_path(str(root / relpath)) or ""
+        # Byte columns are code units in every encoding when the text is ASCII.
+        self.ascii = source.isascii()
+        self._table: LineTable | None = None
+        self._names: dict[tuple[str, str], dict[str, Any]] = {}
+
+    @property
+    def table(self) -> LineTable:
+        if self._table is None:
+            self._table = line_table(self.source)
+        return self._table
+
+    def span(self, span: Span, encoding: str) -> JsonRange:
+        """A byte span as a client range (JSON)."""
+        if encoding == UTF8 or self.ascii:
+            return json_range(*span)
+        sl, sc, el, ec = span
+        line = self.table.line
+        return json_range(
+            sl, bytes_to_units(line(sl), sc, encoding), el, bytes_to_units(line(el), ec, encoding)
+        )
+
+    def name_location(self, entity: Entity, encoding: str) -> dict[str, Any]:
+        """Where an entity of this file is named, as a JSON Location (cached)."""
+        key = (entity.id, encoding)
+        found = self._names.get(key)
+        if found is None:
+            found = {"uri": self.uri, "range": self.span(entity.name_span, encoding)}
+            self._names[key] = found
+        return found

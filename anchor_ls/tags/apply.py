@@ -1,0 +1,358 @@
+"""Tags on real files: one file from the graph, a tree in place, a snapshot, strip, check.
+
+Nothing here writes a user's file except through `files.atomic_rewrite`, and only after
+checking that the file still holds the bytes that were indexed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from anchor_ls.index.model import Graph
+from anchor_ls.index.stats import graph_figures
+from anchor_ls.tags import text
+from anchor_ls.tags.files import (
+    ChangedOnDisk,
+    atomic_rewrite,
+    inside,
+    is_python,
+    walk,
+)
+from anchor_ls.tags.policy import ResolvedPolicy, fields_for, resolve_policy
+from anchor_ls.tags.render import MARKER, block_lines
+
+TAGGED_KINDS = frozenset({"module", "class", "function", "method"})
+
+
+class IndexLike(Protocol):
+    """What the tag commands need from `anchor_ls.index.Index`."""
+
+    root: Path
+    graph: Graph
+
+    def source(self, relpath: str) -> bytes | None: ...
+
+
+class TagError(Exception):
+    """A refused run (a non-empty output folder, an output inside the source tree...)."""
+
+
+@dataclass(slots=True)
+class Report:
+    """What a tag command did: files changed (stale, for check) and problems found.
+
+    `problems` lines read "relpath:line: message"; `ok` is False when check found
+    anything or a file could not be handled.
+    """
+
+    action: str
+    policy: ResolvedPolicy | None = None
+    files: int = 0
+    changed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        if self.action == "check":
+            return not self.changed and not self.problems
+        return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def problem(self, relpath: str, line: int, message: str) -> None:
+        self.problems.append(f"{relpath}:{line}: {message}" if line else f"{relpath}: {message}")
+
+    def lines(self) -> list[str]:
+        """Human-readable lines for the CLI: problems first, then a one-line summary."""
+        out = list(self.problems)
+        verb = {
+            "tag": "tagged",
+            "export": "tagged",
+            "strip": "stripped",
+            "check": "stale",
+        }.get(self.action, self.action)
+        summary = f"{self.action}: {len(self.changed)} of {self.files} files {verb}"
+        if self.problems:
+            summary += f", {len(self.problems)} problems"
+        if self.policy is not None:
+            summary += f" (policy {self.policy.name}, max {self.policy.max_items or 'all'}; "
+            summary += f"{self.policy.reason})"
+        out.extend(self.notes)
+        out.append(summary)
+        return out
+
+
+# ----- one file -------------------------------------------------------------
+
+
+def policy_for(graph: Graph, name: str, max_items: int) -> ResolvedPolicy:
+    """resolve_policy with the graph's mean call out-degree (what auto needs)."""
+    with graph.lock:
+        mean_out, _hubs = graph_figures(graph)
+    return resolve_policy(name, mean_out, max_items)
+
+
+def file_blocks(
+    graph: Graph, relpath: str, policy: ResolvedPolicy
+) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """The blocks of one file keyed as `text.materialize` wants them, and the names guard."""
+    blocks: dict[int, list[str]] = {}
+    names: dict[int, str] = {}
+    with graph.lock:
+        for ent in graph.file_entities(relpath):
+            if ent.kind not in TAGGED_KINDS:
+                continue
+            key = text.MODULE if ent.kind == "module" else ent.line
+            if key in blocks or (key == text.MODULE and ent.kind != "module"):
+                continue
+            tags = fields_for(graph, ent.id, policy)
+            if not tags:
+                continue
+            blocks[key] = block_lines(ent, tags)
+            if ent.kind != "module":
+                names[key] = ent.name
+    return blocks, names
+
+
+def render_file(
+    graph: Graph, relpath: str, source: bytes, policy: ResolvedPolicy
+) -> text.Materialized:
+    """materialize_file with its notes (skipped definitions, problems)."""
+    blocks, names = file_blocks(graph, relpath, policy)
+    return text.materialize(source, blocks, names)
+
+
+def materialize_file(graph: Graph, relpath: str, source: bytes, policy: ResolvedPolicy) -> bytes:
+    """`source` with fresh blocks for the entities the graph has in relpath.
+
+    The graph must describe `source` (its line numbers); old blocks are replaced.
+    """
+    return render_file(graph, relpath, source, policy).text
+
+
+def check_file(
+    graph: Graph, relpath: str, source: bytes, policy: ResolvedPolicy, require: bool = False
+) -> list[tuple[int, str]]:
+    """Stale, malformed (and with require, missing) blocks of one file; [] when up to date."""
+    blocks, names = file_blocks(graph, relpath, policy)
+    return text.check(source, blocks, names, require)
+
+
+# ----- trees ----------------------------------------------------------------
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_indexed(index: IndexLike, relpath: str, report: Report) -> bytes | None:
+    """The file's bytes on disk when they are still the indexed ones; else report and None."""
+    path = index.root / relpath
+    indexed = index.source(relpath)
+    if indexed is None:
+        return None
+    try:
+        if path.is_symlink() or not inside(path, index.root):
+            report.notes.append(f"{relpath}: a symlink; its target is tagged on its own")
+            return None
+        data = path.read_bytes()
+    except OSError as err:
+        report.problem(relpath, 0, f"unreadable: {err.strerror or err}")
+        return None
+    if _digest(data) != _digest(indexed):
+        report.problem(relpath, 0, "changed since it was indexed; skipped (index again)")
+        return None
+    return data
+
+
+def _add_notes(report: Report, relpath: str, result: text.Materialized) -> None:
+    for line, message in result.problems:
+        report.problem(relpath, line, message)
+
+
+def tag_tree_in_place(index: IndexLike, policy: ResolvedPolicy) -> Report:
+    """Materialize tags into every indexed file; a file already up to date is not touched."""
+    report = Report("tag", policy)
+    for relpath in index.graph.files():
+        data = _read_indexed(index, relpath, report)
+        if data is None:
+            continue
+        report.files += 1
+        result = render_file(index.graph, relpath, data, policy)
+        _add_notes(report, relpath, result)
+        if result.text == data:
+            continue
+        try:
+            atomic_rewrite(index.root / relpath, result.text, data)
+        except ChangedOnDisk:
+            report.problem(relpath, 0, "changed while tagging; left as is")
+            continue
+        except OSError as err:
+            report.problem(relpath, 0, f"not written: {err.strerror or err}")
+            continue
+        report.changed.append(relpath)
+    return report
+
+
+def strip_tree(root: str | Path) -> Report:
+    """Remove every complete block from the Python files under root (or from one file)."""
+    report = Report("strip")
+    root = Path(root)
+    if root.is_symlink():
+        report.notes.append(f"{root}: a symlink; strip its target instead")
+        targets: list[tuple[str, Path]] = []
+    elif root.is_file():
+        targets = [(root.name, root)]
+    else:
+        targets = [
+            (e.relpath, e.path) for e in walk(root) if e.kind == "file" and is_python(e.relpath)
+        ]
+    for relpath, path in targets:
+        report.files += 1
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            report.problem(relpath, 0, f"unreadable: {err.strerror or err}")
+            continue
+        if MARKER not in data:
+            continue
+        result = text.strip(data)
+        for line, message in result.damaged:
+            report.problem(relpath, line, message)
+        if result.text == data:
+            continue
+        try:
+            atomic_rewrite(path, result.text, data)
+        except ChangedOnDisk:
+            report.problem(relpath, 0, "changed while stripping; left as is")
+            continue
+        except OSError as err:
+            report.problem(relpath, 0, f"not written: {err.strerror or err}")
+            continue
+        report.changed.append(relpath)
+    return report
+
+
+def check_tree(index: IndexLike, policy: ResolvedPolicy, require: bool = False) -> Report:
+    """Every indexed file whose blocks differ from what would be generated now."""
+    report = Report("check", policy)
+    for relpath in index.graph.files():
+        data = _read_indexed(index, relpath, report)
+        if data is None:
+            continue
+        report.files += 1
+        findings = check_file(index.graph, relpath, data, policy, require)
+        for line, message in findings:
+            report.problem(relpath, line, message)
+        if findings:
+            report.changed.append(relpath)
+    return report
+
+
+# ----- snapshot -------------------------------------------------------------
+
+
+def export_snapshot(
+    index: IndexLike,
+    out_dir: str | Path,
+    policy: ResolvedPolicy,
+    force: bool = False,
+    include_git: bool = False,
+) -> Report:
+    """Copy the tree to out_dir with tags in every indexed Python file.
+
+    Symlinks are copied as links (never followed), `.git` is left out unless asked, and
+    nothing is written outside out_dir. Raises TagError for a refused run.
+    """
+    root = Path(index.root).resolve()
+    out = Path(out_dir).absolute()
+    _refuse_bad_output(root, out, force)
+    out.mkdir(parents=True, exist_ok=True)
+    out = out.resolve()
+    report = Report("export", policy)
+    skip = frozenset({".anchor-ls"} if include_git else {".git", ".anchor-ls"})
+    python_files = set(index.graph.files())
+    dir_modes: list[tuple[Path, int]] = []
+    made: set[Path] = {out}  # folders this run made (or checked): never symlinks
+    for entry in walk(root, skip=skip, prune=out):
+        target = out / entry.relpath
+        if target.parent not in made:
+            report.problem(entry.relpath, 0, "its folder could not be made in the output")
+            continue
+        try:
+            if entry.kind == "dir":
+                _make_dir(target)
+                made.add(target)
+                dir_modes.append((target, stat.S_IMODE(entry.mode)))
+            elif entry.kind == "link":
+                _clear(target)
+                os.symlink(os.readlink(entry.path), target)
+            elif entry.kind == "file":
+                report.files += 1
+                if entry.relpath in python_files:
+                    _export_python(index, entry.relpath, entry.path, target, policy, report)
+                else:
+                    _clear(target)
+                    shutil.copyfile(entry.path, target, follow_symlinks=False)
+                os.chmod(target, stat.S_IMODE(entry.mode))
+            else:
+                report.problem(entry.relpath, 0, "not a regular file, folder or symlink; left out")
+        except OSError as err:
+            report.problem(entry.relpath, 0, f"not copied: {err.strerror or err}")
+    for path, mode in reversed(dir_modes):  # after the contents: a read-only folder stays so
+        os.chmod(path, mode)
+    return report
+
+
+def _refuse_bad_output(root: Path, out: Path, force: bool) -> None:
+    resolved = out.resolve()
+    if resolved == root or root.is_relative_to(resolved):
+        raise TagError(f"output folder {out} holds the source tree {root}; choose another")
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise TagError(f"output {out} exists and is not a folder")
+        if any(out.iterdir()) and not force:
+            raise TagError(f"output folder {out} is not empty (use --force to write into it)")
+
+
+def _make_dir(target: Path) -> None:
+    """A real folder at target; a link or file left there by an earlier export is replaced."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        target.unlink()
+    target.mkdir(exist_ok=True)
+    os.chmod(target, 0o700 | stat.S_IMODE(target.stat().st_mode))
+
+
+def _clear(target: Path) -> None:
+    """Make room for a file or link at target (only existing non-folders are removed)."""
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.exists():
+        raise IsADirectoryError(21, "a folder is in the way", str(target))
+
+
+def _export_python(
+    index: IndexLike, relpath: str, path: Path, target: Path, policy: ResolvedPolicy, report: Report
+) -> None:
+    data = path.read_bytes()
+    indexed = index.source(relpath)
+    if indexed is None or _digest(indexed) != _digest(data):
+        report.problem(relpath, 0, "changed since it was indexed; copied untagged")
+        new = data
+    else:
+        result = render_file(index.graph, relpath, data, policy)
+        _add_notes(report, relpath, result)
+        new = result.text
+    _clear(target)
+    target.write_bytes(new)
+    if new != data:
+        report.changed.append(relpath)

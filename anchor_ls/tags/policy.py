@@ -1,0 +1,150 @@
+"""Which tag fields an entity carries, under which policy, capped how (the CodeAnchor study's rule).
+
+`fields_for` is shared by the materialized comments and the editor's inlay hints and
+lenses, so both show the same facts; it costs O(degree) per field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph
+
+DEFAULT_MAX_ITEMS = 8
+POLICIES = ("auto", "topo", "inv", "dense")
+
+# The study's thresholds on mean call out-degree (section 6: a simple two-stage policy).
+AUTO_TOPO_BELOW = 5.0
+AUTO_INV_ABOVE = 8.0
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """A tag field: the edges of `kind`, read forward (out of the entity) or inverse."""
+
+    name: str
+    kind: str
+    forward: bool
+
+
+# Field order inside a block: calls, inheritance, imports, containment, then the dense fields.
+FIELD_SPECS: dict[str, FieldSpec] = {
+    spec.name: spec
+    for spec in (
+        FieldSpec("CALLS", CALLS, True),
+        FieldSpec("CALLED_BY", CALLS, False),
+        FieldSpec("BASE", INHERITS, True),
+        FieldSpec("DERIVED", INHERITS, False),
+        FieldSpec("IMPORTS", IMPORTS, True),
+        FieldSpec("IMPORTED_BY", IMPORTS, False),
+        FieldSpec("PARENT", CONTAINS, False),
+        FieldSpec("CHILDREN", CONTAINS, True),
+        FieldSpec("CONFIG_USAGE", "config_usage", True),
+        FieldSpec("ENV_VAR", "env_var", True),
+        FieldSpec("CONST_REF", "const_ref", True),
+        FieldSpec("IO_DEP", "io_dep", True),
+        FieldSpec("TEST_REF", "test_ref", False),
+        FieldSpec("REFERENCED_BY", "references", False),
+    )
+}
+
+TOPO_FIELDS = (
+    "CALLS",
+    "CALLED_BY",
+    "BASE",
+    "DERIVED",
+    "IMPORTS",
+    "IMPORTED_BY",
+    "PARENT",
+    "CHILDREN",
+)
+INV_FIELDS = ("CALLED_BY", "DERIVED", "IMPORTED_BY", "PARENT")
+DENSE_ONLY_FIELDS = ("CONFIG_USAGE", "ENV_VAR", "CONST_REF", "IO_DEP", "TEST_REF", "REFERENCED_BY")
+DENSE_FIELDS = TOPO_FIELDS + DENSE_ONLY_FIELDS
+DENSE_EDGE_KINDS = tuple(FIELD_SPECS[name].kind for name in DENSE_ONLY_FIELDS)
+
+_FIELDS_OF = {"topo": TOPO_FIELDS, "inv": INV_FIELDS, "dense": DENSE_FIELDS}
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPolicy:
+    """A concrete policy: `name` is topo, inv or dense (auto is resolved away).
+
+    `max_items` caps every field (0: no cap); `reason` says why, for the CLI and logs.
+    """
+
+    name: str
+    fields: tuple[str, ...]
+    max_items: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TagField:
+    """One rendered field: the first `entries` (sorted ids) and how many more were cut."""
+
+    name: str
+    entries: tuple[str, ...]
+    more: int
+
+
+class PolicyError(ValueError):
+    """An unknown policy name or a negative cap."""
+
+
+def resolve_policy(name: str, mean_out_degree: float, max_items: int) -> ResolvedPolicy:
+    """Turn a requested policy (auto included) into the fields and cap to use.
+
+    auto follows the study: mean call out-degree under 5 gives topo, over 8 gives inv
+    (hub-heavy repositories), in between topo with a tighter cap (half, at least 3).
+    """
+    if max_items < 0:
+        raise PolicyError(f"max items must be 0 (no cap) or more, not {max_items}")
+    name = name.strip().lower()
+    if name in _FIELDS_OF:
+        cap = f"at most {max_items} per field" if max_items else "no cap"
+        return ResolvedPolicy(name, _FIELDS_OF[name], max_items, f"{name} requested, {cap}")
+    if name != "auto":
+        raise PolicyError(f"unknown tag policy {name!r}; choose one of {', '.join(POLICIES)}")
+    degree = f"mean call out-degree {mean_out_degree:.2f}"
+    if mean_out_degree < AUTO_TOPO_BELOW:
+        return ResolvedPolicy(
+            "topo", TOPO_FIELDS, max_items, f"auto: {degree} < {AUTO_TOPO_BELOW:g}: topo"
+        )
+    if mean_out_degree > AUTO_INV_ABOVE:
+        return ResolvedPolicy(
+            "inv", INV_FIELDS, max_items, f"auto: {degree} > {AUTO_INV_ABOVE:g}: inv"
+        )
+    tighter = max(3, max_items // 2) if max_items else DEFAULT_MAX_ITEMS // 2
+    if max_items:
+        tighter = min(tighter, max_items)
+    return ResolvedPolicy(
+        "topo",
+        TOPO_FIELDS,
+        tighter,
+        f"auto: {degree} between {AUTO_TOPO_BELOW:g} and {AUTO_INV_ABOVE:g}: "
+        f"topo capped at {tighter}",
+    )
+
+
+def cap(ids: list[str], max_items: int) -> tuple[tuple[str, ...], int]:
+    """The first max_items of sorted ids, and the count cut off (0: keep all)."""
+    if max_items and len(ids) > max_items:
+        return tuple(ids[:max_items]), len(ids) - max_items
+    return tuple(ids), 0
+
+
+def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[TagField]:
+    """The non-empty fields of one entity, in the policy's order, entries sorted and capped.
+
+    Callers that need a consistent view hold `graph.lock`.
+    """
+    found: list[TagField] = []
+    for name in policy.fields:
+        spec = FIELD_SPECS[name]
+        ids = graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
+        if not ids:
+            continue
+        entries, more = cap(ids, policy.max_items)
+        found.append(TagField(name, entries, more))
+    return found

@@ -1,0 +1,378 @@
+"""Language-server latency over stdio on a real repository (Django 5.1.4 by default).
+
+    pip download --no-binary :all: --no-deps django==5.1.4 -d benchmarks/.data
+    tar -xzf benchmarks/.data/Django-5.1.4.tar.gz -C benchmarks/.data
+    python benchmarks/lsp_latency.py [--root DIR] [--files N] [--edits N] [--cold]
+
+It starts `python -m anchor_ls.server` as an editor would (stdio, a VS Code-like client:
+UTF-16 positions, refresh support), waits for the index (the cache lives in
+benchmarks/.data/lsp-cache unless --cache says otherwise; --cold empties it first), then:
+
+- hints during indexing: whole-file inlay hints asked while the index is being built;
+- hints, whole file: didOpen then textDocument/inlayHint over every line, for the N
+  Python files with the most definitions (first request per file, then a repeat);
+- edit -> hints elsewhere: an unsaved didChange in one open file adds a caller of a
+  function defined in another open file; the time until that file's hints name it;
+- memory: the server's resident set after indexing and its peak.
+
+Targets (the issue): whole-file hints p95 under 20 ms; an edit visible in the hints of
+another open file under 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pytest_lsp import client_capabilities
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_ROOT = HERE / ".data" / "Django-5.1.4"
+DEFAULT_CACHE = HERE / ".data" / "lsp-cache"
+# An edit in a leaf module (few importers) and in a much-imported one.
+TARGET = "django/utils/text.py"
+EDITS = (
+    ("body", "django/contrib/humanize/templatetags/humanize.py"),
+    ("body", "django/utils/html.py"),
+    ("new function", "django/contrib/humanize/templatetags/humanize.py"),
+)
+WAIT_LIMIT = 180.0
+DEF_LINE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s", re.M)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def row(name: str, values: list[float], unit: str = "ms") -> str:
+    if not values:
+        return f"| {name} | 0 | - | - | - |"
+    return (
+        f"| {name} | {len(values)} | {statistics.median(values):.1f} {unit} "
+        f"| {percentile(values, 0.95):.1f} {unit} | {max(values):.1f} {unit} |"
+    )
+
+
+def memory(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak) of a process, in MiB, from /proc."""
+    found: dict[str, float] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0]) / 1024
+    except OSError:
+        pass
+    return found
+
+
+class Bench:
+    """A minimal editor over raw JSON-RPC: timings include the server and the pipe, not a
+    client library turning answers into objects."""
+
+    def __init__(self, root: Path, cache: Path) -> None:
+        self.root = root
+        self.cache = cache
+        self.process: asyncio.subprocess.Process | None = None
+        self.refreshed = asyncio.Event()
+        self.progress_end = asyncio.Event()
+        self.versions: dict[str, int] = {}
+        self.texts: dict[str, str] = {}
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._reader: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def uri(self, rel: str) -> str:
+        return (self.root / rel).as_uri()
+
+    # ----- JSON-RPC ------------------------------------------------------
+    def _write(self, message: dict[str, Any]) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def notify(self, method: str, params: Any) -> None:
+        self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: Any) -> Any:
+        msg_id = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[msg_id] = future
+        self._write({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return await future
+
+    async def _read(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        out = self.process.stdout
+        while True:
+            length = 0
+            while (line := await out.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if not line:
+                return
+            message = json.loads(await out.readexactly(length))
+            if "method" in message:
+                self._server_message(message)
+            elif "error" in message:
+                self._waiting.pop(message["id"]).set_exception(RuntimeError(message["error"]))
+            else:
+                self._waiting.pop(message["id"]).set_result(message.get("result"))
+
+    def _server_message(self, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params")
+        result: Any = None
+        if method == "workspace/inlayHint/refresh":
+            self.refreshed.set()
+        elif method == "$/progress" and params["value"].get("kind") == "end":
+            self.progress_end.set()
+        elif method == "workspace/configuration":
+            result = [{"cacheDir": str(self.cache)} for _ in params["items"]]
+        elif method == "window/showMessage":
+            print("server says:", params["message"], file=sys.stderr)
+        if "id" in message:
+            self._write({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    # ----- an editor session -------------------------------------------
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "anchor_ls.server",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=1 << 26,
+        )
+        self._reader = asyncio.create_task(self._read())
+        caps = client_capabilities("visual-studio-code")
+        assert caps.workspace is not None
+        caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+        uri = self.root.as_uri()
+        await self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": uri,
+                "capabilities": get_converter().unstructure(caps),
+                "workspaceFolders": [{"uri": uri, "name": self.root.name}],
+                "initializationOptions": {"anchorLs": {"cacheDir": str(self.cache)}},
+            },
+        )
+        self.notify("initialized", {})
+
+    async def hints(self, rel: str, lines: int) -> list[dict[str, Any]]:
+        params = {
+            "textDocument": {"uri": self.uri(rel)},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": lines, "character": 0}},
+        }
+        return await self.request("textDocument/inlayHint", params) or []
+
+    async def timed_hints(self, rel: str, lines: int) -> float:
+        started = time.perf_counter()
+        await self.hints(rel, lines)
+        return (time.perf_counter() - started) * 1000
+
+    def open(self, rel: str) -> str:
+        text = (self.root / rel).read_text(encoding="utf-8")
+        self.texts[rel], self.versions[rel] = text, 1
+        item = {"uri": self.uri(rel), "languageId": "python", "version": 1, "text": text}
+        self.notify("textDocument/didOpen", {"textDocument": item})
+        return text
+
+    def change(self, rel: str, text: str) -> None:
+        self.versions[rel] += 1
+        self.texts[rel] = text
+        self.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": self.uri(rel), "version": self.versions[rel]},
+                "contentChanges": [{"text": text}],
+            },
+        )
+
+    async def stop(self) -> None:
+        assert self.process is not None
+        await self.request("shutdown", None)
+        self.notify("exit", None)
+        await self.process.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+
+
+def biggest_files(root: Path, count: int) -> list[tuple[str, int]]:
+    """The `count` files under root/django with the most def/class lines, and their line counts."""
+    scored = []
+    for path in (root / "django").rglob("*.py"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        scored.append(
+            (len(DEF_LINE.findall(text)), path.relative_to(root).as_posix(), text.count("\n") + 1)
+        )
+    scored.sort(reverse=True)
+    return [(rel, lines) for _n, rel, lines in scored[:count]]
+
+
+async def hint_texts(bench: Bench, rel: str) -> dict[int, str]:
+    """Line -> label and tooltip of every hint in rel."""
+    found = {}
+    for hint in await bench.hints(rel, 1_000_000):
+        label = hint["label"]
+        text = label if isinstance(label, str) else "".join(p["value"] for p in label)
+        tooltip = hint.get("tooltip") or ""
+        text += " " + (tooltip if isinstance(tooltip, str) else tooltip.get("value", ""))
+        found[hint["position"]["line"]] = text
+    return found
+
+
+async def target_function(bench: Bench, rel: str) -> tuple[str, int]:
+    """A public top-level function of rel with few callers (its name and def line)."""
+    hints = await hint_texts(bench, rel)
+    for number, line in enumerate(bench.texts[rel].splitlines()):
+        match = re.match(r"def ([a-z]\w*)\(.*\):\s*$", line)
+        if match and hints.get(number, "").count("`") < 20:
+            return match.group(1), number
+    raise SystemExit(f"no suitable function in {rel}")
+
+
+def body_edit(text: str, module: str, name: str) -> tuple[str, str]:
+    """Text with a call of module.name added inside the first top-level function, and
+    that function's name (a local import keeps the module's interface as it was)."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        match = re.match(r"def (\w+)\(.*\):\s*$", line)
+        if match:
+            call = [f"    from {module} import {name} as _bench_target\n", "    _bench_target()\n"]
+            return "".join(lines[: i + 1] + call + lines[i + 1 :]), match.group(1)
+    raise SystemExit("no top-level function to edit")
+
+
+def new_function(text: str, module: str, name: str, round_: int) -> tuple[str, str]:
+    """Text with a new top-level function calling module.name appended (a new interface)."""
+    caller = f"bench_caller_{round_}"
+    return text + (
+        f"\n\nfrom {module} import {name} as _bench_target\n\n\n"
+        f"def {caller}():\n    return _bench_target()\n"
+    ), caller
+
+
+async def wait_hint(bench: Bench, target: str, line: int, caller: str, present: bool) -> None:
+    deadline = time.perf_counter() + WAIT_LIMIT
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            raise SystemExit(f"hints of {target} did not change within {WAIT_LIMIT:.0f} s")
+        try:
+            await asyncio.wait_for(bench.refreshed.wait(), remaining)
+        except TimeoutError:
+            continue
+        bench.refreshed.clear()
+        shown = await hint_texts(bench, target)
+        if (caller in shown.get(line, "")) == present:
+            return
+
+
+async def edit_latency(
+    bench: Bench, source: str, target: str, rounds: int, kind: str
+) -> list[float]:
+    """Unsaved edits of `source` that add (then remove) a caller of a function of `target`;
+    the time from didChange until `target`'s hints show the change."""
+    name, line = await target_function(bench, target)
+    module = target[:-3].replace("/", ".")
+    original = bench.texts[source]
+    times = []
+    for i in range(rounds):
+        if kind == "body":
+            edited, caller = body_edit(original, module, name)
+        else:
+            edited, caller = new_function(original, module, name, i)
+        for text, present in ((edited, True), (original, False)):
+            bench.refreshed.clear()
+            started = time.perf_counter()
+            bench.change(source, text)
+            await wait_hint(bench, target, line, caller, present)
+            times.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0.2)
+    return times
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--files", type=int, default=40, help="files to ask whole-file hints for")
+    parser.add_argument("--edits", type=int, default=5, help="edit+undo rounds per scenario")
+    parser.add_argument("--cold", action="store_true", help="empty the cache first")
+    args = parser.parse_args()
+    root = args.root.resolve()
+    if not (root / "django").is_dir():
+        raise SystemExit(f"{root} is not an unpacked Django sdist; see the module docstring")
+    if args.cold:
+        shutil.rmtree(args.cache, ignore_errors=True)
+    warm = (args.cache / "index.sqlite3").exists()
+    files = biggest_files(root, args.files)
+
+    bench = Bench(root, args.cache)
+    started = time.perf_counter()
+    await bench.start()
+    during: list[float] = []
+    probe, probe_lines = files[0]
+    bench.open(probe)
+    while not bench.progress_end.is_set():
+        during.append(await bench.timed_hints(probe, probe_lines))
+        await asyncio.sleep(0.2)
+    indexed = time.perf_counter() - started
+    mem_indexed = memory(bench.pid)
+
+    first, again = [], []
+    for rel, lines in files:
+        bench.open(rel)
+        first.append(await bench.timed_hints(rel, lines))
+        again.append(await bench.timed_hints(rel, lines))
+
+    edits = {}
+    if TARGET not in bench.texts:
+        bench.open(TARGET)
+    for kind, source in EDITS:
+        if source not in bench.texts:
+            bench.open(source)
+        edits[(kind, source)] = await edit_latency(bench, source, TARGET, args.edits, kind)
+    mem_end = memory(bench.pid)
+    await bench.stop()
+
+    python_files = sum(1 for _ in root.rglob("*.py"))
+    print(
+        f"\nanchor-ls over stdio on {root.name} ({python_files} Python files), "
+        f"{'warm' if warm else 'cold'} start: indexed in {indexed:.1f} s\n"
+    )
+    print("| measurement | n | p50 | p95 | max |")
+    print("|---|---|---|---|---|")
+    print(row("hints during indexing, whole file", during))
+    print(row(f"hints, whole file, first request ({len(files)} largest files)", first))
+    print(row("hints, whole file, repeated", again))
+    for (kind, source), times in edits.items():
+        print(row(f"edit ({kind}) in {source} -> hints of {TARGET}", times))
+    print(
+        f"\nmemory: {mem_indexed.get('VmRSS', 0):.0f} MiB resident after indexing, "
+        f"{mem_end.get('VmRSS', 0):.0f} MiB at the end, peak {mem_end.get('VmHWM', 0):.0f} MiB"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

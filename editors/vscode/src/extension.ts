@@ -1,0 +1,350 @@
+// VS Code client of anchor-ls: starts `<python> -m anchor_ls serve` over stdio and adds the
+// commands, the status bar item and the `anchor.showLocations` lens command around it.
+import * as vscode from "vscode";
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  WorkDoneProgress,
+  WorkDoneProgressCreateRequest,
+} from "vscode-languageclient/node";
+import { checkServerInstalled, resolveInterpreter, Interpreter } from "./interpreter";
+import { serverSettings, SECTION } from "./settings";
+import { StatusItem } from "./status";
+import { StatsView } from "./statsView";
+import { exportSnapshot } from "./exportSnapshot";
+import { toLocations, toPosition } from "./locations";
+
+let client: LanguageClient | undefined;
+let status: StatusItem;
+let output: vscode.OutputChannel;
+let starting: Promise<void> | undefined;
+const statsView = new StatsView();
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("anchor-ls");
+  status = new StatusItem();
+  context.subscriptions.push(
+    output,
+    status,
+    vscode.workspace.registerTextDocumentContentProvider(StatsView.scheme, statsView)
+  );
+
+  const register = (id: string, fn: (...args: any[]) => unknown) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, fn));
+
+  // The server's code lenses carry this command; VS Code runs it client-side.
+  register("anchor.showLocations", showLocations);
+  register("anchorLs.materializeFile", () => fileCommand("anchor.materialize"));
+  register("anchorLs.materializeWorkspace", () => serverCommand("anchor.materialize", [{}]));
+  register("anchorLs.stripFile", () => fileCommand("anchor.strip"));
+  register("anchorLs.stripWorkspace", () => serverCommand("anchor.strip", [{}]));
+  register("anchorLs.export", () =>
+    exportSnapshot((out) => serverCommand("anchor.export", [{ out }]))
+  );
+  register("anchorLs.showStats", showStats);
+  register("anchorLs.reindex", async () => {
+    await serverCommand("anchor.reindex", []);
+    await refreshPolicy();
+  });
+  register("anchorLs.restartServer", restart);
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (e.affectsConfiguration(`${SECTION}.interpreter`)) {
+        await restart();
+      } else if (e.affectsConfiguration(SECTION)) {
+        await pushSettings();
+      }
+    })
+  );
+  watchPythonExtension(context);
+
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  await stop();
+}
+
+async function start(): Promise<void> {
+  if (starting) {
+    return starting;
+  }
+  starting = doStart().finally(() => {
+    starting = undefined;
+  });
+  return starting;
+}
+
+async function doStart(): Promise<void> {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const interpreter = await resolveInterpreter(folder, output);
+  output.appendLine(`anchor-ls: interpreter ${interpreter.command} (from ${interpreter.source})`);
+  const problem = await checkServerInstalled(interpreter);
+  if (problem) {
+    status.failed(problem.short);
+    output.appendLine(problem.message);
+    void explainStartFailure(interpreter, problem.message);
+    return;
+  }
+
+  const serverOptions: ServerOptions = {
+    command: interpreter.command,
+    args: [...interpreter.args, "-m", "anchor_ls", "serve"],
+    // No `transport`: stdio pipes without the `--stdio` argument the client would append.
+    options: { cwd: folder?.uri.fsPath },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: "file", language: "python" }],
+    synchronize: {
+      fileEvents: vscode.workspace.createFileSystemWatcher("**/*.py"),
+    },
+    initializationOptions: { [SECTION]: serverSettings(folder?.uri) },
+    middleware: {
+      workspace: {
+        // Answer workspace/configuration for our section with the server's keys only
+        // (interpreter and trace are the client's business).
+        configuration: async (params, token, next) => {
+          const answers = await next(params, token);
+          if (!Array.isArray(answers)) {
+            return answers;
+          }
+          return params.items.map((item, i) =>
+            item.section === SECTION
+              ? serverSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined)
+              : answers[i]
+          );
+        },
+      },
+    },
+    outputChannel: output,
+    initializationFailedHandler: (error) => {
+      void explainStartFailure(interpreter, String(error?.message ?? error));
+      return false;
+    },
+  };
+
+  const c = new LanguageClient("anchorLs", "anchor-ls", serverOptions, clientOptions);
+  c.onDidChangeState((e) => {
+    if (e.newState === State.Stopped && client === c) {
+      status.failed("server stopped");
+    }
+  });
+  client = c;
+  status.starting();
+  try {
+    await c.start();
+  } catch (err) {
+    client = undefined;
+    status.failed("server failed to start");
+    void explainStartFailure(interpreter, String((err as Error)?.message ?? err));
+    return;
+  }
+  trackProgress(c);
+  status.ready();
+  // Not awaited: serverCommand waits for `starting`, which is this very function.
+  void refreshPolicy();
+}
+
+/** Live settings: the server re-renders and asks the editor to refresh hints and lenses. */
+async function pushSettings(): Promise<void> {
+  const c = client;
+  if (!c || !c.isRunning()) {
+    return;
+  }
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  await c.sendNotification(DidChangeConfigurationNotification.type, {
+    settings: { [SECTION]: serverSettings(folder?.uri) },
+  });
+  await refreshPolicy();
+}
+
+async function stop(): Promise<void> {
+  const c = client;
+  client = undefined;
+  if (c) {
+    try {
+      await c.stop(5000);
+    } catch (err) {
+      output.appendLine(`anchor-ls: stop failed: ${err}`);
+    }
+  }
+}
+
+async function restart(): Promise<void> {
+  await stop();
+  await start();
+}
+
+/** Show work-done progress of the index in the status bar instead of a notification. */
+function trackProgress(c: LanguageClient): void {
+  c.onRequest(WorkDoneProgressCreateRequest.type, (params) => {
+    const token = params.token;
+    const sub = c.onProgress(WorkDoneProgress.type, token, (value) => {
+      if (value.kind === "begin") {
+        status.progress(value.title, value.message, value.percentage);
+      } else if (value.kind === "report") {
+        status.progress(undefined, value.message, value.percentage);
+      } else {
+        sub.dispose();
+        status.ready();
+        void refreshPolicy();
+      }
+    });
+  });
+}
+
+async function refreshPolicy(): Promise<void> {
+  const stats = await serverCommand<Record<string, unknown>>("anchor.stats", [], true);
+  if (stats && typeof stats === "object") {
+    status.policy(describePolicy(stats));
+  }
+}
+
+/** "auto→topo": the policy asked for and the one the server resolved it to. */
+export function describePolicy(stats: Record<string, unknown>): string {
+  const asked =
+    stringField(stats["settings"], "policy") ??
+    vscode.workspace.getConfiguration(SECTION).get<string>("policy", "auto");
+  const resolved = new Set<string>();
+  const folders = Array.isArray(stats["folders"]) ? stats["folders"] : [];
+  for (const f of folders) {
+    const name = stringField((f as Record<string, unknown>)?.["policy"], "name");
+    if (name) {
+      resolved.add(name);
+    }
+  }
+  const top = stats["policy"];
+  if (typeof top === "string") {
+    resolved.add(top);
+  } else {
+    const name = stringField(top, "name");
+    if (name) {
+      resolved.add(name);
+    }
+  }
+  const chosen = [...resolved].join(",");
+  if (!chosen || chosen === asked) {
+    return asked;
+  }
+  return `${asked}→${chosen}`;
+}
+
+function stringField(obj: unknown, key: string): string | undefined {
+  if (obj && typeof obj === "object") {
+    const v = (obj as Record<string, unknown>)[key];
+    return typeof v === "string" ? v : undefined;
+  }
+  return undefined;
+}
+
+async function serverCommand<T = unknown>(
+  command: string,
+  args: unknown[],
+  quiet = false
+): Promise<T | undefined> {
+  if (starting) {
+    await starting;
+  }
+  const c = client;
+  if (!c || !c.isRunning()) {
+    if (!quiet) {
+      void vscode.window.showErrorMessage(
+        "anchor-ls is not running. Run 'anchor-ls: Restart Server' after fixing the interpreter.",
+        "Show Log"
+      ).then((pick) => pick && output.show());
+    }
+    return undefined;
+  }
+  try {
+    return (await c.sendRequest("workspace/executeCommand", {
+      command,
+      arguments: args,
+    })) as T;
+  } catch (err) {
+    const msg = (err as Error)?.message ?? String(err);
+    output.appendLine(`anchor-ls: ${command} failed: ${msg}`);
+    if (!quiet) {
+      void vscode.window.showErrorMessage(`anchor-ls: ${command} failed: ${msg}`);
+    }
+    return undefined;
+  }
+}
+
+async function fileCommand(command: string): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== "python") {
+    void vscode.window.showWarningMessage("anchor-ls: open a Python file first.");
+    return;
+  }
+  // The version lets the server refuse an edit computed against older text.
+  await serverCommand(command, [
+    { uri: editor.document.uri.toString(), version: editor.document.version },
+  ]);
+}
+
+async function showStats(): Promise<void> {
+  const stats = await serverCommand<Record<string, unknown>>("anchor.stats", []);
+  if (stats === undefined) {
+    return;
+  }
+  if (stats && typeof stats === "object") {
+    status.policy(describePolicy(stats));
+  }
+  statsView.update(JSON.stringify(stats, null, 2) + "\n");
+  const doc = await vscode.workspace.openTextDocument(StatsView.uri);
+  await vscode.languages.setTextDocumentLanguage(doc, "json");
+  await vscode.window.showTextDocument(doc, { preview: true });
+}
+
+/** Lens command: [uri, {line, character}, [{uri, range}]] -> the references peek view. */
+async function showLocations(uri: unknown, position: unknown, locations: unknown): Promise<void> {
+  const target = vscode.Uri.parse(String(uri));
+  const pos = toPosition(position);
+  const locs = toLocations(locations);
+  await vscode.commands.executeCommand("editor.action.showReferences", target, pos, locs);
+}
+
+async function explainStartFailure(interpreter: Interpreter, detail: string): Promise<void> {
+  const install = `${interpreter.display} -m pip install anchor-ls`;
+  const pick = await vscode.window.showErrorMessage(
+    `anchor-ls could not start with ${interpreter.display}: ${detail}. ` +
+      `Install it into that interpreter (${install}) or set "anchorLs.interpreter" ` +
+      `to a Python that has it, then run "anchor-ls: Restart Server".`,
+    "Open Settings",
+    "Copy Install Command",
+    "Show Log"
+  );
+  if (pick === "Open Settings") {
+    await vscode.commands.executeCommand("workbench.action.openSettings", "anchorLs.interpreter");
+  } else if (pick === "Copy Install Command") {
+    await vscode.env.clipboard.writeText(install);
+  } else if (pick === "Show Log") {
+    output.show();
+  }
+}
+
+/** Restart when the Python extension's active interpreter changes and no setting pins one. */
+function watchPythonExtension(context: vscode.ExtensionContext): void {
+  const ext = vscode.extensions.getExtension("ms-python.python");
+  if (!ext) {
+    return;
+  }
+  void Promise.resolve(ext.activate()).then((api: any) => {
+    const event = api?.environments?.onDidChangeActiveEnvironmentPath;
+    if (typeof event !== "function") {
+      return;
+    }
+    context.subscriptions.push(
+      event(() => {
+        const pinned = vscode.workspace.getConfiguration(SECTION).get<string>("interpreter", "");
+        if (!pinned) {
+          void restart();
+        }
+      })
+    );
+  }, () => undefined);
+}

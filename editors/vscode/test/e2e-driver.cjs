@@ -1,0 +1,274 @@
+// Browser half of test/e2e.sh: drives code-server in headless Chromium with playwright-core
+// and asserts on what the editor renders. Exits non-zero with a reason on the first failure.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const { chromium } = require("playwright-core");
+
+const URL = process.env.E2E_URL;
+const RUN = process.env.E2E_RUN;
+const SHOT = process.env.E2E_SHOT;
+const CALLERS = (process.env.E2E_CALLERS || "").split(",").filter(Boolean);
+const TIMEOUT = 180_000;
+
+let step = "start";
+const t0 = Date.now();
+function log(msg) {
+  console.log(`[driver ${Math.round((Date.now() - t0) / 1000)}s] ${msg}`);
+}
+
+async function main() {
+  const context = await chromium.launchPersistentContext(path.join(RUN, "chromium"), {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1400, height: 900 },
+  });
+  const page = context.pages()[0] || (await context.newPage());
+  page.setDefaultTimeout(TIMEOUT);
+  try {
+    await run(page);
+  } catch (err) {
+    await page.screenshot({ path: SHOT.replace(/\.png$/, "") + "-failure.png" }).catch(() => {});
+    console.error(`[driver] FAILED at step "${step}": ${err && err.stack ? err.stack : err}`);
+    process.exitCode = 1;
+  } finally {
+    await context.close();
+  }
+}
+
+async function run(page) {
+  step = "load the workbench";
+  await page.goto(URL);
+  await page.waitForSelector(".monaco-workbench .part.editor", { timeout: TIMEOUT });
+  log("workbench loaded");
+
+  step = "open pkg/service.py";
+  await openFile(page, "service.py", "pkg");
+  await page.waitForSelector(".monaco-editor .view-lines");
+  log("pkg/service.py open");
+
+  step = "inlay hint with a caller on the `def checkout` line";
+  const hintLine = await waitFor(
+    page,
+    () => {
+      const lines = [...document.querySelectorAll(".monaco-editor .view-line")];
+      const line = lines.find((l) => /^\s*def checkout\(/.test((l.textContent || "").replace(/\u00a0/g, " ")));
+      return line ? line.textContent.replace(/\u00a0/g, " ") : null;
+    },
+    (text) => text && CALLERS.some((c) => text.split(":").slice(1).join(":").includes(c))
+  );
+  const hintText = await page.evaluate(() => {
+    const parts = [...document.querySelectorAll(".monaco-editor .view-line")]
+      .find((l) => /^\s*def checkout\(/.test((l.textContent || "").replace(/\u00a0/g, " ")));
+    // Inlay hints are injected text: spans whose class names monaco generates for them.
+    return [...parts.querySelectorAll("span")]
+      .filter((s) => s.children.length === 0 && /inlay|dyn-rule|ced-/.test(s.className))
+      .map((s) => s.textContent)
+      .join("");
+  });
+  log(`def checkout line: ${JSON.stringify(hintLine)}`);
+  log(`inlay hint text: ${JSON.stringify(hintText)}`);
+  const missing = CALLERS.filter((c) => !hintText.includes(c));
+  if (CALLERS.length === 0 || missing.length > 0) {
+    throw new Error(`the inlay hint of checkout lacks callers ${missing}: ${JSON.stringify(hintText)}`);
+  }
+
+  step = "code lenses";
+  const lenses = await waitFor(
+    page,
+    () =>
+      [...document.querySelectorAll(".monaco-editor .codelens-decoration")]
+        .map((d) => (d.textContent || "").trim())
+        .filter(Boolean),
+    (list) => list && list.length > 0
+  );
+  log(`code lenses: ${JSON.stringify(lenses)}`);
+  // The first lens belongs to `def checkout` (nothing above it is lensed in the fixtures).
+  if (!new RegExp(`^${CALLERS.length} callers?\\b`).test(lenses[0])) {
+    throw new Error(`the first lens should count ${CALLERS.length} callers: ${JSON.stringify(lenses)}`);
+  }
+
+  step = "status bar shows the policy";
+  const statusText = await waitFor(
+    page,
+    () => {
+      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
+        (e.textContent || "").includes("anchor-ls")
+      );
+      return item ? (item.textContent || "").trim() : null;
+    },
+    (text) => text && /auto|topo|inv|dense/.test(text)
+  );
+  log(`status bar: ${JSON.stringify(statusText)}`);
+
+  await page.screenshot({ path: SHOT });
+  log(`screenshot ${SHOT}`);
+
+  step = "a code lens opens the references view (anchor.showLocations)";
+  const lens = page.locator(".monaco-editor .codelens-decoration a").first();
+  await lens.click();
+  await page.waitForSelector(".monaco-editor .peekview-widget .ref-tree, .reference-zone-widget", {
+    timeout: 30_000,
+  });
+  const peekTitle = await page
+    .locator(".peekview-widget .peekview-title")
+    .first()
+    .textContent()
+    .catch(() => "");
+  log(`references view open: ${JSON.stringify((peekTitle || "").trim())}`);
+  const shown = /\((\d+)\)/.exec(peekTitle || "");
+  if (!shown || Number(shown[1]) < CALLERS.length) {
+    throw new Error(`the references view should list the ${CALLERS.length} call sites: ${peekTitle}`);
+  }
+  await page.screenshot({ path: SHOT.replace(/\.png$/, "") + "-references.png" });
+  await page.keyboard.press("Escape");
+
+  step = "Show Index Stats returns the server's statistics";
+  await runCommand(page, "anchor-ls: Show Index Stats");
+  const stats = await waitFor(
+    page,
+    () => {
+      const ed = [...document.querySelectorAll(".monaco-editor .view-lines")].map((v) =>
+        (v.textContent || "").replace(/\u00a0/g, " ")
+      );
+      return ed.find((t) => t.includes('"policy"')) || null;
+    },
+    (t) => !!t,
+    30_000
+  );
+  log(`stats editor: ${JSON.stringify(stats.slice(0, 160))}…`);
+
+  step = "settings are live: hintFields [CALLS] turns the hint into callees";
+  const settingsFile = path.join(RUN, "data", "User", "settings.json");
+  const userSettings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
+  await editUserSettings(page, { ...userSettings, "anchorLs.hintFields": ["CALLS"] });
+  await openFile(page, "service.py", "pkg");
+  const calleesLine = await waitFor(
+    page,
+    () => {
+      const line = [...document.querySelectorAll(".monaco-editor .view-line")]
+        .map((l) => (l.textContent || "").replace(/\u00a0/g, " "))
+        .find((t) => /^\s*def checkout\(/.test(t));
+      return line || null;
+    },
+    (t) => t && t.includes("→") && !t.includes("←"),
+    60_000
+  );
+  log(`after hintFields=[CALLS]: ${JSON.stringify(calleesLine)}`);
+
+  step = "settings are live: policy inv shows in the status bar";
+  await editUserSettings(page, { ...userSettings, "anchorLs.policy": "inv" });
+  await openFile(page, "service.py", "pkg");
+  const invStatus = await waitFor(
+    page,
+    () => {
+      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
+        (e.textContent || "").includes("anchor-ls")
+      );
+      return item ? (item.textContent || "").trim() : null;
+    },
+    (text) => text && /\binv\b/.test(text),
+    60_000
+  );
+  log(`status bar after policy=inv: ${JSON.stringify(invStatus)}`);
+
+  step = "Materialize Tags in File applies the server's edit to the buffer";
+  await openFile(page, "service.py", "pkg");
+  await runCommand(page, "anchor-ls: Materialize Tags in File");
+  await waitFor(
+    page,
+    () => {
+      const lines = [...document.querySelectorAll(".monaco-editor .view-line")].map((l) => (l.textContent || "").replace(/\u00a0/g, " "));
+      return lines.filter((t) => t.includes("=== CodeAnchor ===")).length;
+    },
+    (n) => n >= 2,
+    30_000
+  );
+  log("materialized tag block visible in the editor");
+
+  step = "Strip Tags in File removes them again";
+  await runCommand(page, "anchor-ls: Strip Tags in File");
+  await waitFor(
+    page,
+    () => {
+      const lines = [...document.querySelectorAll(".monaco-editor .view-line")].map((l) => (l.textContent || "").replace(/\u00a0/g, " "));
+      return lines.filter((t) => t.includes("=== CodeAnchor ===")).length;
+    },
+    (n) => n === 0,
+    30_000
+  );
+  log("tag blocks stripped");
+}
+
+async function openFile(page, name, dirHint) {
+  const tab = page.locator(".tabs-container .tab", { hasText: name }).first();
+  if ((await tab.count()) > 0) {
+    await tab.click();
+  } else {
+    await page.keyboard.press("Control+P");
+    const input = page.locator(".quick-input-widget input");
+    await input.waitFor({ state: "visible" });
+    await input.fill(name);
+    await page
+      .locator(".quick-input-list .monaco-list-row", { hasText: dirHint })
+      .filter({ hasText: name })
+      .first()
+      .waitFor({ state: "visible" });
+    await page.keyboard.press("Enter");
+  }
+  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor({ timeout: 30_000 });
+}
+
+/** Replace the user settings the way a user does: in the settings.json editor, then save. */
+async function editUserSettings(page, settings) {
+  await runCommand(page, "Preferences: Open User Settings (JSON)");
+  await page.locator(".tabs-container .tab.active", { hasText: "settings.json" }).waitFor();
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.press("Delete");
+  await page.keyboard.insertText(JSON.stringify(settings, null, 2));
+  await page.keyboard.press("Control+S");
+  await page
+    .locator(".tabs-container .tab.active:not(.dirty)", { hasText: "settings.json" })
+    .waitFor({ timeout: 30_000 });
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+/** Poll a page function until `ok(value)`; the last value goes into the error. */
+async function waitFor(page, fn, ok, timeout = TIMEOUT) {
+  const end = Date.now() + timeout;
+  let value;
+  for (;;) {
+    value = await page.evaluate(fn);
+    if (ok(value)) {
+      return value;
+    }
+    if (Date.now() > end) {
+      throw new Error(`timed out; last value ${JSON.stringify(value)}`);
+    }
+    await page.waitForTimeout(500);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# Real-editor test of the VS Code client: builds the .vsix, installs it into code-server,
+# opens a copy of fixtures/example in headless Chromium (driven by playwright-core) and
+# checks that anchor-ls's inlay hints and code lenses render, that a lens opens the
+# references view and that the palette commands reach the server.
+#
+# Needs: Node 20 + npm, apt (as root, for Chromium and build headers) and a Python with
+# anchor-ls installed: ANCHOR_LS_PYTHON (default python3).
+# Everything it installs goes to editors/vscode/.e2e/ (git-ignored) or comes from apt;
+# a second run reuses it. Every process it starts runs in its own process group and is
+# stopped on exit.
+#
+# Env: ANCHOR_LS_PYTHON   interpreter that has anchor-ls (default python3)
+#      E2E_FIXTURE        repository to open (default fixtures/example, copied to a tmp dir)
+#      E2E_SCREENSHOT     where to write the screenshot (default .e2e/screenshot.png)
+#      E2E_KEEP=1         keep the run directory (logs, workspace) for inspection
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"   # editors/vscode
+REPO="$(cd "$HERE/../.." && pwd)"
+E2E="$HERE/.e2e"
+CS_VERSION="4.100.3"            # last code-server release that runs on Node 20
+PW_VERSION="1.65.1"             # playwright-core: drives the system Chromium, downloads none
+CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
+PY="${ANCHOR_LS_PYTHON:-python3}"
+T0=$SECONDS
+
+log() { printf '[e2e %4ds] %s\n' "$((SECONDS - T0))" "$*"; }
+die() { log "FAIL: $*"; exit 1; }
+
+mkdir -p "$E2E"
+
+# --- 0. the Python that runs the server -------------------------------------------------
+PY_ABS="$(command -v "$PY" || true)"
+[ -n "$PY_ABS" ] || die "ANCHOR_LS_PYTHON=$PY is not an executable"
+# A pyenv shim resolves its interpreter from the cwd; take the real one.
+PY_ABS="$("$PY_ABS" -c 'import sys; print(sys.executable)')"
+"$PY_ABS" -c 'import anchor_ls.server' 2>/dev/null \
+  || die "anchor-ls (with its server) is not importable by $PY_ABS; install the checkout there: $PY_ABS -m pip install -e $REPO"
+log "server interpreter: $PY_ABS"
+
+# --- 1. system packages -----------------------------------------------------------------
+need_apt=()
+[ -x "$CHROMIUM" ] || need_apt+=(chromium)
+[ -x /usr/bin/rg ] || need_apt+=(ripgrep)
+if [ ! -x "$E2E/cs/node_modules/.bin/code-server" ]; then
+  command -v krb5-config >/dev/null || need_apt+=(libkrb5-dev)
+  command -v g++ >/dev/null && command -v make >/dev/null || need_apt+=(build-essential)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >"$E2E/apt.log" 2>&1 \
+    || { tail -20 "$E2E/apt.log"; die "apt-get install failed"; }
+fi
+export CHROMIUM
+
+# --- 2. the extension -------------------------------------------------------------------
+VSIX="$HERE/anchor-ls.vsix"
+if [ ! -f "$VSIX" ] || [ -n "$(find "$HERE/src" "$HERE/package.json" -newer "$VSIX" -print -quit)" ]; then
+  log "building the .vsix (npm ci && npm run package)"
+  (cd "$HERE" \
+    && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+         npm ci --no-audit --no-fund >"$E2E/npm-ci.log" 2>&1; fi \
+    && npm run package >"$E2E/package.log" 2>&1) \
+    || { tail -30 "$E2E/npm-ci.log" "$E2E/package.log" 2>/dev/null; die "building the .vsix failed"; }
+fi
+log "vsix: $VSIX"
+
+# --- 3. code-server and playwright-core -------------------------------------------------
+CS_BIN="$E2E/cs/node_modules/.bin/code-server"
+if [ ! -x "$CS_BIN" ] || [ "$("$CS_BIN" --version 2>/dev/null | head -1 | cut -d' ' -f1)" != "$CS_VERSION" ]; then
+  log "installing code-server $CS_VERSION (a few minutes, once)"
+  rm -rf "$E2E/cs" && mkdir -p "$E2E/cs" "$E2E/tmp"
+  # @vscode/ripgrep downloads a prebuilt rg from the internet unless its cache holds the
+  # archive: put Debian's rg there, under the names the versions in code-server look for.
+  RG_TARGET="$(node -e 'const a=process.arch;console.log(a==="x64"?"x86_64-unknown-linux-musl":a==="arm64"?"aarch64-unknown-linux-musl":"i686-unknown-linux-musl")')"
+  rgdir="$(mktemp -d)"; cp /usr/bin/rg "$rgdir/rg"
+  for v in 1.15.9 1.15.10 1.15.11 1.15.12 1.15.13 1.15.14; do
+    mkdir -p "$E2E/tmp/vscode-ripgrep-cache-$v"
+    for rgv in v13.0.0-10 v13.0.0-4 v14.1.1-1; do
+      tar czf "$E2E/tmp/vscode-ripgrep-cache-$v/ripgrep-$rgv-$RG_TARGET.tar.gz" -C "$rgdir" rg
+    done
+  done
+  rm -rf "$rgdir"
+  (
+    cd "$E2E/cs"
+    echo '{"name":"anchor-ls-e2e-code-server","private":true}' >package.json
+    # root: install scripts need unsafe-perm; node-pty's build asks before fetching
+    # node-gyp (npm_config_yes); TMPDIR points @vscode/ripgrep at the cache above.
+    TMPDIR="$E2E/tmp" npm_config_unsafe_perm=true npm_config_yes=true \
+      npm install --no-audit --no-fund --save-exact "code-server@$CS_VERSION"
+  ) >"$E2E/code-server-install.log" 2>&1 \
+    || { tail -40 "$E2E/code-server-install.log"; die "installing code-server failed"; }
+  [ -x "$E2E/cs/node_modules/code-server/lib/vscode/node_modules/@vscode/ripgrep/bin/rg" ] \
+    || die "code-server installed without ripgrep (see $E2E/code-server-install.log)"
+fi
+log "code-server $("$CS_BIN" --version | head -1)"
+
+if [ ! -d "$E2E/pw/node_modules/playwright-core" ]; then
+  log "installing playwright-core $PW_VERSION"
+  mkdir -p "$E2E/pw"
+  (cd "$E2E/pw" && echo '{"name":"anchor-ls-e2e-driver","private":true}' >package.json \
+    && npm install --no-audit --no-fund --save-exact "playwright-core@$PW_VERSION") \
+    >"$E2E/pw-install.log" 2>&1 || { tail -20 "$E2E/pw-install.log"; die "installing playwright-core failed"; }
+fi
+
+# --- 4. a fresh profile, the extension and a copy of the fixture ------------------------
+RUN="$(mktemp -d "${TMPDIR:-/tmp}/anchor-ls-e2e.XXXXXX")"
+PGIDS=()
+cleanup() {
+  local rc=$?
+  for pg in "${PGIDS[@]}"; do
+    kill -TERM -- "-$pg" 2>/dev/null || true
+  done
+  sleep 1
+  for pg in "${PGIDS[@]}"; do
+    kill -KILL -- "-$pg" 2>/dev/null || true
+  done
+  if [ "${E2E_KEEP:-}" = 1 ] || [ $rc -ne 0 ]; then
+    log "run directory kept: $RUN"
+  else
+    rm -rf "$RUN"
+  fi
+  log "done in $((SECONDS - T0))s (exit $rc)"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+FIXTURE="${E2E_FIXTURE:-$REPO/fixtures/example}"
+WS="$RUN/workspace"
+if [ -f "$FIXTURE/pkg/service.py" ]; then
+  cp -r "$FIXTURE" "$WS"
+  rm -rf "$WS/.anchor-ls"
+else
+  log "no fixture at $FIXTURE: using the built-in mini repository"
+  mkdir -p "$WS/pkg"
+  : >"$WS/pkg/__init__.py"
+  cat >"$WS/pkg/service.py" <<'PY'
+def price(sku):
+    return len(sku)
+
+
+def checkout(skus):
+    return sum(price(s) for s in skus)
+
+
+def quick_checkout(sku):
+    return checkout([sku])
+
+
+class CheckoutService:
+    def run(self, skus):
+        return checkout(skus)
+PY
+fi
+
+# The callers the hint on `def checkout` must name: from the fixture's hand-written
+# expected.json, or the two callers of the built-in repository.
+if [ -f "$WS/expected.json" ]; then
+  E2E_CALLERS="$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print(",".join(sorted({s.partition(":")[2] or s for s, t in d["calls"] if t == "pkg/service.py:checkout"})))' "$WS/expected.json")"
+else
+  E2E_CALLERS="quick_checkout,CheckoutService.run"
+fi
+export E2E_CALLERS
+log "expected callers of checkout: $E2E_CALLERS"
+
+mkdir -p "$RUN/data/User" "$RUN/ext"
+cat >"$RUN/data/User/settings.json" <<JSON
+{
+  "anchorLs.interpreter": "$PY_ABS",
+  "editor.inlayHints.enabled": "on",
+  "editor.inlayHints.maximumLength": 0,
+  "editor.codeLens": true,
+  "anchorLs.trace.server": "messages",
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "security.workspace.trust.enabled": false,
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "extensions.ignoreRecommendations": true,
+  "telemetry.telemetryLevel": "off",
+  "update.mode": "none",
+  "window.zoomLevel": 0,
+  "workbench.colorTheme": "Default Dark Modern"
+}
+JSON
+printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' >"$RUN/config.yaml"
+
+CS_ARGS=(--config "$RUN/config.yaml" --user-data-dir "$RUN/data" --extensions-dir "$RUN/ext")
+"$CS_BIN" "${CS_ARGS[@]}" --install-extension "$VSIX" --force >"$RUN/install-extension.log" 2>&1 \
+  || { cat "$RUN/install-extension.log"; die "code-server --install-extension failed"; }
+log "extension installed: $(ls "$RUN/ext" | grep -v '\.json$' | tr '\n' ' ')"
+
+# --- 5. start code-server ---------------------------------------------------------------
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+export HOME="$RUN/home" XDG_CONFIG_HOME="$RUN/home/.config" XDG_DATA_HOME="$RUN/home/.local/share"
+mkdir -p "$HOME"
+setsid "$CS_BIN" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none \
+  --disable-telemetry --disable-update-check --disable-workspace-trust \
+  --disable-getting-started-override --ignore-last-opened "$WS" >"$RUN/code-server.log" 2>&1 &
+PGIDS+=($!)
+for _ in $(seq 1 120); do
+  curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
+  kill -0 "${PGIDS[0]}" 2>/dev/null || { cat "$RUN/code-server.log"; die "code-server exited"; }
+  sleep 0.5
+done
+curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null || die "code-server did not come up"
+log "code-server on 127.0.0.1:$PORT"
+
+# --- 6. drive the browser ---------------------------------------------------------------
+SHOT="${E2E_SCREENSHOT:-$E2E/screenshot.png}"
+set +e
+E2E_URL="http://127.0.0.1:$PORT/?folder=$WS" E2E_WS="$WS" E2E_RUN="$RUN" E2E_SHOT="$SHOT" \
+  NODE_PATH="$E2E/pw/node_modules" setsid node "$HERE/test/e2e-driver.cjs" &
+driver=$!
+PGIDS+=($driver)
+wait $driver
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+  echo "--- code-server log (tail) ---"; tail -30 "$RUN/code-server.log"
+  for f in $(find "$RUN/data/logs" -name '*anchor-ls*' -o -name 'exthost.log' 2>/dev/null); do
+    echo "--- $f (tail) ---"; tail -40 "$f"
+  done
+  die "the editor checks failed (screenshot of the failure: ${SHOT%.png}-failure.png)"
+fi
+log "screenshot: $SHOT"
+log "PASS"

@@ -1,0 +1,218 @@
+"""Incremental updates: one file changes, the graph follows, and it equals a fresh build.
+
+Each edit is written to disk too, so a from-scratch build of the same tree is the referee.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import CALLS, IMPORTS, INHERITS, Index
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    return root
+
+
+@pytest.fixture
+def index(repo: Path) -> Index:
+    idx = Index(repo, use_cache=False)
+    idx.build()
+    return idx
+
+
+def fresh_json(root: Path) -> dict:
+    idx = Index(root, use_cache=False)
+    idx.build()
+    return idx.graph.to_json()
+
+
+def edit(index: Index, rel: str, change: Callable[[str], str]) -> set[str]:
+    """Apply `change` to a file on disk and give the new text to the index from memory."""
+    path = index.root / rel
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    new = change(old)
+    assert new != old, f"edit of {rel} changed nothing"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new, encoding="utf-8")
+    return index.update_file(rel, new)
+
+
+def touching(index: Index, rel: str) -> list[tuple[str, str, str]]:
+    """Every edge with an end in file rel."""
+    prefix = (rel, rel + ":")
+    return [
+        (e.kind, e.src, e.dst)
+        for e in index.graph.edges()
+        if e.src == rel
+        or e.dst == rel
+        or e.src.startswith(prefix[1])
+        or e.dst.startswith(prefix[1])
+    ]
+
+
+def test_renaming_a_function_drops_the_old_id_everywhere(index: Index) -> None:
+    old_id, new_id = "pkg/pricing.py:price_of", "pkg/pricing.py:cost_of"
+    assert old_id in index.graph.out(CALLS, "pkg/service.py:checkout")
+    changed = edit(index, "pkg/pricing.py", lambda s: s.replace("def price_of(", "def cost_of("))
+    assert "pkg/service.py" in changed  # its CALLS lost price_of
+    assert index.graph.entity(old_id) is None
+    assert index.graph.entity(new_id) is not None
+    assert old_id not in index.graph.out(CALLS, "pkg/service.py:checkout")
+    assert not [e for e in index.graph.edges() if old_id in (e.src, e.dst)]
+    assert index.graph.sites("pkg/service.py:checkout", old_id) == []
+
+    changed = edit(index, "pkg/service.py", lambda s: s.replace("price_of", "cost_of"))
+    assert "pkg/pricing.py" in changed  # its CALLED_BY gained checkout
+    assert index.graph.into(CALLS, new_id) == ["pkg/service.py:checkout"]
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_adding_a_call_adds_the_edge_and_names_the_callee_file(index: Index) -> None:
+    caller, callee = "pkg/cli.py:main", "pkg/config.py:env_flag"
+    assert callee not in index.graph.out(CALLS, caller)
+    changed = edit(
+        index,
+        "pkg/cli.py",
+        lambda s: s.replace(
+            "    if args.timings:", "    config.env_flag('X')\n    if args.timings:"
+        ),
+    )
+    assert {"pkg/cli.py", "pkg/config.py"} <= changed
+    assert callee in index.graph.out(CALLS, caller)
+    assert caller in index.graph.into(CALLS, callee)
+    line = index.graph.sites(caller, callee)[0][0]
+    source = (index.root / "pkg/cli.py").read_text(encoding="utf-8").splitlines()
+    assert "env_flag" in source[line]
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_removing_a_file_drops_its_entities_and_edges(index: Index) -> None:
+    callers = {src for e in touching(index, "pkg/repo.py") for src in [e[1]]}
+    assert callers
+    changed = index.remove_file("pkg/repo.py")
+    (index.root / "pkg/repo.py").unlink()
+    assert "pkg/repo.py" not in index.graph.files()
+    assert not [e for e in index.graph.entities if e.startswith("pkg/repo.py")]
+    assert touching(index, "pkg/repo.py") == []
+    assert {"pkg/repo.py", "pkg/service.py", "pkg/cli.py", "tests/test_service.py"} <= changed
+    assert index.source("pkg/repo.py") is None
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_reload_file_reads_the_change_from_disk(index: Index) -> None:
+    path = index.root / "pkg/models.py"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(
+            "    def is_empty(self) -> bool:\n        return not self.items\n",
+            "    def is_empty(self) -> bool:\n        return self.total() == 0\n",
+        ),
+        encoding="utf-8",
+    )
+    assert "pkg/models.py:Order.total" not in index.graph.out(CALLS, "pkg/models.py:Order.is_empty")
+    changed = index.reload_file("pkg/models.py")
+    assert "pkg/models.py" in changed
+    assert "pkg/models.py:Order.total" in index.graph.out(CALLS, "pkg/models.py:Order.is_empty")
+    assert index.source("pkg/models.py") == path.read_bytes()
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_lines_and_call_sites_move_with_inserted_lines(index: Index) -> None:
+    caller, callee = "pkg/service.py:checkout", "pkg/pricing.py:price_of"
+    before_line = index.graph.entity(caller).line
+    before_site = index.graph.sites(caller, callee)
+    edit(index, "pkg/service.py", lambda s: s.replace('"""\n', '"""\n\n\n\n', 1))
+    assert index.graph.entity(caller).line == before_line + 3
+    assert index.graph.sites(caller, callee) == [(a + 3, b, c + 3, d) for a, b, c, d in before_site]
+
+
+def test_a_file_that_breaks_and_recovers(index: Index) -> None:
+    rel = "pkg/pricing.py"
+    original = (index.root / rel).read_text(encoding="utf-8")
+    broken = original.replace("def no_discount(total: float) -> float:", "def no_discount(total:")
+    changed = edit(index, rel, lambda s: broken)
+    assert index.problems[rel].kind == "syntax"
+    assert rel in changed
+    # Only the broken definition is lost; its neighbours and their callers stay.
+    assert "pkg/pricing.py:price_of" in index.graph.out(CALLS, "pkg/service.py:checkout")
+    assert index.graph.entity("pkg/pricing.py:bulk_discount") is not None
+
+    edit(index, rel, lambda s: original)
+    assert rel not in index.problems
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_a_file_turned_binary_is_dropped_and_reported(index: Index) -> None:
+    rel = "pkg/plugins.py"
+    changed = index.update_file(rel, b"\x89PNG\r\n\x1a\n\x00\x00")
+    assert index.problems[rel].kind == "binary"
+    assert rel not in index.graph.files()
+    assert "pkg/service.py" in changed  # CheckoutService.run was decorated with plugins.timed
+    assert index.stats().problems == {"binary": 1}
+    index.update_file(rel, (EXAMPLE / rel).read_text(encoding="utf-8"))
+    assert index.problems == {}
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_a_new_file_that_was_imported_before_it_existed(index: Index) -> None:
+    edit(
+        index,
+        "pkg/cli.py",
+        lambda s: s.replace(
+            "from .repo import SqlRepo\n", "from .repo import SqlRepo\nfrom .audit import note\n"
+        ).replace("    return 0\n\n\nif", "    note(order)\n    return 0\n\n\nif"),
+    )
+    assert "pkg/cli.py" in index.graph.files()
+    changed = edit(index, "pkg/audit.py", lambda s: "def note(order):\n    return order\n")
+    assert {"pkg/audit.py", "pkg/cli.py"} <= changed
+    assert "pkg/audit.py:note" in index.graph.out(CALLS, "pkg/cli.py:main")
+    assert "pkg/audit.py" in index.graph.out(IMPORTS, "pkg/cli.py")
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_a_sequence_of_updates_equals_a_fresh_build(index: Index) -> None:
+    steps: list[tuple[str, Callable[[str], str]]] = [
+        (
+            "pkg/models.py",
+            lambda s: s.replace("class OrderError(Exception):", "class OrderError(KeyError):"),
+        ),
+        ("pkg/repo.py", lambda s: s.replace("class SqlRepo(Repo):", "class SqlRepo:")),
+        ("pkg/pricing.py", lambda s: s.replace("no_discount", "flat")),
+        ("pkg/service.py", lambda s: s.replace("no_discount", "flat")),
+        ("tests/test_service.py", lambda s: s.replace("no_discount", "flat")),
+        (
+            "pkg/extra.py",
+            lambda s: (
+                "from .service import checkout\n\n\ndef again(r):\n    return checkout([], r, None)\n"
+            ),
+        ),
+        ("pkg/__init__.py", lambda s: s + "from .extra import again\n"),
+        ("pkg/repo.py", lambda s: s.replace("class SqlRepo:", "class SqlRepo(Repo):")),
+        (
+            "pkg/plugins.py",
+            lambda s: s.replace("def record(", "def record_time(").replace(
+                "record(func", "record_time(func"
+            ),
+        ),
+        ("pkg/config.py", lambda s: s + "\ndef broken(:\n"),
+        ("pkg/models.py", lambda s: s.replace("\n", "\r\n")),
+    ]
+    for rel, change in steps:
+        edit(index, rel, change)
+    index.remove_file("pkg/cli.py")
+    (index.root / "pkg/cli.py").unlink()
+    assert index.graph.to_json() == fresh_json(index.root)
+    assert ("pkg/repo.py:SqlRepo", "pkg/repo.py:Repo") in {
+        (e.src, e.dst) for e in index.graph.edges(INHERITS)
+    }
+    assert index.graph.into(CALLS, "pkg/extra.py:again") == []
+    assert "pkg/service.py:checkout" in index.graph.out(CALLS, "pkg/extra.py:again")

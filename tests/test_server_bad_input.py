@@ -1,0 +1,198 @@
+"""Bad input gets an LSP error or an empty result, never a crash or a hang.
+
+One server per client profile; every test ends by checking that it still answers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_server_support import CONFIG, PROFILES, Editor, copy_example, line_of, pos, start, uri
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+INVALID_PARAMS = types.ErrorCodes.InvalidParams.value
+REQUEST_CANCELLED = types.LSPErrorCodes.RequestCancelled.value
+
+
+@pytest_lsp.fixture(config=CONFIG, params=PROFILES, scope="module")
+async def session(lsp_client: LanguageClient, request: Any, tmp_path_factory: Any) -> Any:
+    base = tmp_path_factory.mktemp("bad")
+    root = copy_example(base)
+    (root / "README.md").write_text("# not python\n", encoding="utf-8")
+    (base / "elsewhere.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    editor = await start(lsp_client, root, request.param)
+    await editor.ready()
+    lsp_client.editor = editor  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture(scope="module")
+def ed(session: LanguageClient) -> Editor:
+    return session.editor  # type: ignore[attr-defined]
+
+
+async def still_answers(ed: Editor) -> None:
+    stats = await ed.command("anchor.stats")
+    assert stats["folders"][0]["state"] == "ready"
+    assert await ed.hints("pkg/service.py")
+
+
+def doc(u: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(u)
+
+
+async def test_uris_that_are_not_ours_get_empty_results(ed: Editor) -> None:
+    for odd in (
+        uri(ed.root.parent / "elsewhere.py"),  # outside the workspace
+        ed.uri("README.md"),  # not Python
+        ed.uri("pkg/missing.py"),  # no such file
+        "untitled:Untitled-1",
+        "not a uri at all",
+    ):
+        c = ed.client
+        hints = await c.text_document_inlay_hint_async(
+            types.InlayHintParams(doc(odd), types.Range(types.Position(0, 0), types.Position(9, 0)))
+        )
+        assert list(hints) == []
+        assert list(await c.text_document_code_lens_async(types.CodeLensParams(doc(odd)))) == []
+        at = types.Position(0, 4)
+        prepared = await c.text_document_prepare_call_hierarchy_async(
+            types.CallHierarchyPrepareParams(doc(odd), at)
+        )
+        assert prepared is None
+        typed = await c.text_document_prepare_type_hierarchy_async(
+            types.TypeHierarchyPrepareParams(doc(odd), at)
+        )
+        assert typed is None
+    await still_answers(ed)
+
+
+async def test_positions_out_of_range(ed: Editor) -> None:
+    c, service = ed.client, ed.uri("pkg/service.py")
+    past_the_end = await c.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(doc(service), types.Position(100_000, 0))
+    )
+    assert past_the_end is None
+    hints = await ed.hints("pkg/service.py", 100_000, 200_000)
+    assert hints == []
+    # A character past the end of its line means the end of the line (LSP spec).
+    line = line_of(ed.text("pkg/service.py"), "def checkout(")
+    items = await c.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(doc(service), types.Position(line, 100_000))
+    )
+    assert items is not None and items[0].name == "checkout"
+    await still_answers(ed)
+
+
+async def test_malformed_params_get_invalid_params(ed: Editor) -> None:
+    service = ed.uri("pkg/service.py")
+    for method, params in (
+        (types.TEXT_DOCUMENT_INLAY_HINT, {"textDocument": 5}),
+        (types.TEXT_DOCUMENT_INLAY_HINT, {"textDocument": {"uri": service}}),
+        (
+            types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY,
+            {"textDocument": {"uri": service}, "position": {"line": -1, "character": 0}},
+        ),
+        (types.CALL_HIERARCHY_INCOMING_CALLS, {"item": {"name": 1}}),
+        (types.TEXT_DOCUMENT_CODE_LENS, None),
+    ):
+        with pytest.raises(JsonRpcException) as caught:
+            await ed.raw_request(method, params)
+        assert caught.value.code == INVALID_PARAMS, (method, params)
+    # A malformed notification is dropped; the next message is handled.
+    ed.client.protocol._send_data(
+        {"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_DID_OPEN, "params": {"textDocument": 1}}
+    )
+    await still_answers(ed)
+
+
+async def test_items_and_lenses_the_server_never_made(ed: Editor) -> None:
+    c = ed.client
+    blank = types.Range(types.Position(1, 0), types.Position(1, 0))  # a blank line
+
+    def item(cls: Any, item_uri: str, data: Any) -> Any:
+        kind = types.SymbolKind.Function
+        return cls(name="x", kind=kind, uri=item_uri, range=blank, selection_range=blank, data=data)
+
+    for item_uri, data in (
+        ("file:///nowhere/x.py", {"id": "x.py:f"}),
+        (ed.uri("pkg/service.py"), {"id": "pkg/service.py:no_such_function"}),
+        (ed.uri("pkg/service.py"), "garbage"),
+    ):
+        calls = item(types.CallHierarchyItem, item_uri, data)
+        incoming = await c.call_hierarchy_incoming_calls_async(
+            types.CallHierarchyIncomingCallsParams(calls)
+        )
+        outgoing = await c.call_hierarchy_outgoing_calls_async(
+            types.CallHierarchyOutgoingCallsParams(calls)
+        )
+        supers = await c.type_hierarchy_supertypes_async(
+            types.TypeHierarchySupertypesParams(item(types.TypeHierarchyItem, item_uri, data))
+        )
+        assert list(incoming) == list(outgoing) == list(supers) == []
+    for data in (
+        None,
+        "garbage",
+        {"uri": ed.uri("pkg/service.py"), "id": "nope", "field": "CALLS"},
+    ):
+        lens = await c.code_lens_resolve_async(types.CodeLens(range=blank, data=data))
+        assert lens.command is not None and lens.command.command == ""
+    await still_answers(ed)
+
+
+async def test_commands_with_wrong_arguments(ed: Editor) -> None:
+    for name, args in (
+        ("anchor.materialize", ["not an object"]),
+        ("anchor.materialize", [{"uri": 5}]),
+        ("anchor.materialize", [{"uri": ed.uri("README.md")}]),
+        ("anchor.strip", [{}, {}]),
+        ("anchor.export", [{}]),
+        ("anchor.export", [{"out": 5}]),
+        ("anchor.export", [{"out": "/tmp/x", "force": "yes"}]),
+        ("anchor.reindex", [{"uri": "file:///not/a/folder"}]),
+        ("anchor.stats", ["x"]),
+        ("anchor.no_such_command", []),
+    ):
+        with pytest.raises(JsonRpcException) as caught:
+            await ed.command(name, *args)
+        assert caught.value.code == INVALID_PARAMS, (name, args)
+        assert caught.value.message
+    await still_answers(ed)
+
+
+async def test_a_cancelled_request_is_answered_as_cancelled(ed: Editor) -> None:
+    service = ed.open("pkg/service.py")
+    ed.change(service, ed.text("pkg/service.py") + "\n# typing...\n")
+    # The hints request waits for the debounced re-index of the changed buffer; the
+    # client gives up on it at once, as editors do when the text moves on.
+    line = pos(ed.text("pkg/service.py"), "def checkout(", ed.encoding).line
+    request = ed.raw_request(
+        types.TEXT_DOCUMENT_INLAY_HINT,
+        {
+            "textDocument": {"uri": service},
+            "range": {
+                "start": {"line": line, "character": 0},
+                "end": {"line": line + 1, "character": 0},
+            },
+        },
+        msg_id="to-cancel",
+    )
+    ed.client.protocol._send_data(
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "to-cancel"}}
+    )
+    with pytest.raises(JsonRpcException) as caught:
+        await request
+    assert caught.value.code == REQUEST_CANCELLED
+    ed.close("pkg/service.py")
+    await still_answers(ed)

@@ -1,0 +1,149 @@
+"""The index follows the editor and the disk: unsaved buffers, closes, watched-file events.
+
+Each test has its own server and its own copy of fixtures/example.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_server_support import (
+    copy_example,
+    hint_on,
+    label_text,
+    line_of,
+    lsp,
+    start,
+)
+
+__all__ = ["lsp"]
+
+NEW_CALLER = "\n\ndef audit_price(sku: str) -> float:\n    return price_of(sku)\n"
+
+
+def notify_disk(client: LanguageClient, changes: list[tuple[str, types.FileChangeType]]) -> None:
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=u, type=t) for u, t in changes]
+        )
+    )
+
+
+async def price_of_hint(ed: Any) -> str:
+    text = ed.text("pkg/pricing.py")
+    hint = hint_on(await ed.hints("pkg/pricing.py"), line_of(text, "def price_of("))
+    return label_text(hint) if hint is not None else ""
+
+
+async def test_unsaved_edit_changes_hints_in_another_open_file(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    root = copy_example(tmp_path)
+    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await ed.ready()
+    ed.open("pkg/pricing.py")
+    service = ed.open("pkg/service.py")
+    on_disk = ed.path("pkg/service.py").read_bytes()
+    assert "audit_price" not in await price_of_hint(ed)
+
+    ed.change(service, ed.text("pkg/service.py") + NEW_CALLER)
+
+    async def shows_new_caller() -> bool:
+        return "audit_price" in await price_of_hint(ed)
+
+    await ed.until(shows_new_caller, "the unsaved caller in pricing.py's hints")
+    if ed.client.capabilities.workspace.inlay_hint is not None:  # type: ignore[union-attr]
+        assert "inlayHint" in ed.refreshes
+    else:
+        assert "inlayHint" not in ed.refreshes
+    assert ed.path("pkg/service.py").read_bytes() == on_disk, "the server wrote a file"
+
+    # Closing without saving throws the buffer away: the disk is the truth again.
+    ed.close("pkg/service.py")
+
+    async def forgot_caller() -> bool:
+        return "audit_price" not in await price_of_hint(ed)
+
+    await ed.until(forgot_caller, "the caller to go when the buffer is closed unsaved")
+
+
+async def test_hints_of_the_edited_file_follow_its_buffer(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    root = copy_example(tmp_path)
+    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await ed.ready()
+    uri = ed.open("pkg/service.py")
+    # Two blank lines above checkout move it down; the first request after the change
+    # already answers for the new text (it waits for the debounced re-index).
+    ed.change(uri, "\n\n" + ed.text("pkg/service.py"))
+    text = ed.text("pkg/service.py")
+    hints = await ed.hints("pkg/service.py")
+    hint = hint_on(hints, line_of(text, "def checkout("))
+    assert hint is not None and "quick_checkout" in label_text(hint)
+
+
+async def test_files_changed_and_deleted_on_disk(lsp: LanguageClient, tmp_path: Path) -> None:
+    root = copy_example(tmp_path)
+    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await ed.ready()
+    # Watchers are registered where the client can take a registration.
+    caps = ed.client.capabilities.workspace.did_change_watched_files  # type: ignore[union-attr]
+    watched = [r for r in ed.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    if caps is not None and caps.dynamic_registration:
+        (registration,) = watched
+        options: Any = registration.register_options
+        assert "**/*.py" in [w["globPattern"] for w in options["watchers"]]
+    else:
+        assert watched == []
+
+    extra = ed.path("pkg/extra.py")
+    extra.write_text("from .pricing import price_of\n" + NEW_CALLER, encoding="utf-8")
+    notify_disk(lsp, [(ed.uri("pkg/extra.py"), types.FileChangeType.Created)])
+
+    async def shows(name: str) -> bool:
+        return name in await price_of_hint(ed)
+
+    await ed.until(lambda: shows("audit_price"), "a caller in a file created on disk")
+
+    extra.unlink()
+    notify_disk(lsp, [(ed.uri("pkg/extra.py"), types.FileChangeType.Deleted)])
+
+    async def gone() -> bool:
+        return "audit_price" not in await price_of_hint(ed)
+
+    await ed.until(gone, "the caller to go with its deleted file")
+    assert await ed.hints("pkg/extra.py") == []
+    assert (
+        await ed.client.text_document_prepare_call_hierarchy_async(
+            types.CallHierarchyPrepareParams(
+                types.TextDocumentIdentifier(ed.uri("pkg/extra.py")), types.Position(3, 5)
+            )
+        )
+        is None
+    )
+
+    # A deleted folder arrives as one event for the folder (a `git checkout`, `rm -r`).
+    assert "test_checkout_saves_and_charges" in await checkout_hint(ed)
+    shutil.rmtree(ed.path("tests"))
+    notify_disk(lsp, [(ed.uri("tests"), types.FileChangeType.Deleted)])
+
+    async def tests_gone() -> bool:
+        return "test_" not in await checkout_hint(ed)
+
+    await ed.until(tests_gone, "callers in a deleted folder to go")
+    stats = await ed.command("anchor.stats")
+    assert stats["folders"][0]["stats"]["files"] == len(list(root.rglob("*.py")))
+
+
+async def checkout_hint(ed: Any) -> str:
+    text = ed.text("pkg/service.py")
+    hint = hint_on(await ed.hints("pkg/service.py"), line_of(text, "def checkout("))
+    return label_text(hint) if hint is not None else ""

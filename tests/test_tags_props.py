@@ -1,0 +1,188 @@
+"""Property-based tests: generated sources with mixed line ends, tabs, BOMs and coding cookies."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from anchor_ls.index.model import Entity
+from anchor_ls.syntax.source import declared_encoding
+from anchor_ls.tags.policy import TagField
+from anchor_ls.tags.render import block_lines
+from anchor_ls.tags.text import MODULE, check, materialize, strip
+
+_DEF = re.compile(r"[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
+
+# Statement shapes, some spanning lines; `{i}` is the indentation of the line.
+SNIPPETS = [
+    "def f{n}(a, b=1):",
+    "async def g{n}():",
+    "class C{n}(Base):",
+    "class K{n}: pass",
+    "@decorator",
+    "@decorator(\n{i}    arg)",
+    "# a comment",
+    "# === CodeAnchor === is written in docs like this",
+    "",
+    "pass",
+    "return x",
+    "x = 1; y = 2",
+    "s = 'caf\u00e9'",
+    "s = '''\ndef hidden():\n    # === CodeAnchor ===\n'''",
+    's = "a\\\nb"',
+    "x = (1,\n{i}  2)",
+    "y = 1 + \\\n{i}  2",
+    "if x: z = 3",
+    "from __future__ import annotations",
+    '"""Docstring."""',
+    "t = f'{{x!r}}'",
+    "raise ValueError(\n{i}'unterminated?')",
+]
+INDENTS = ["", "    ", "\t", "  \t", "\f", "        "]
+EOLS = ["\n", "\r\n", "\r"]
+IDS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), min_codepoint=32, max_codepoint=0x3000),
+    min_size=1,
+    max_size=12,
+)
+
+
+@st.composite
+def sources(draw: st.DrawFn) -> tuple[bytes, str]:
+    encoding = draw(st.sampled_from(["utf-8", "utf-8-sig", "latin-1", "cp1252"]))
+    head: list[str] = []
+    if draw(st.booleans()):
+        head.append("#!/usr/bin/env python")
+    if encoding not in ("utf-8", "utf-8-sig") or draw(st.booleans()):
+        head.append(f"# -*- coding: {encoding if encoding != 'utf-8-sig' else 'utf-8'} -*-")
+    body = []
+    for _ in range(draw(st.integers(0, 25))):
+        indent = draw(st.sampled_from(INDENTS))
+        snippet = draw(st.sampled_from(SNIPPETS)).replace("{n}", str(len(body)))
+        body.append(indent + snippet.replace("{i}", indent))
+    lines = "\n".join(head + body).split("\n")
+    eols = [draw(st.sampled_from(EOLS)) for _ in lines]
+    if draw(st.booleans()):
+        eols[-1] = ""
+    text = "".join(c + e for c, e in zip(lines, eols, strict=True))
+    data = text.encode(encoding if encoding != "utf-8-sig" else "utf-8", "replace")
+    if encoding == "utf-8-sig":
+        data = b"\xef\xbb\xbf" + data
+    return data, encoding
+
+
+@st.composite
+def requests(draw: st.DrawFn, data: bytes) -> tuple[dict[int, list[str]], dict[int, str]]:
+    lines = re.split(rb"\r\n|\r|\n", data)
+    blocks: dict[int, list[str]] = {}
+    names: dict[int, str] = {}
+    if draw(st.booleans()):
+        blocks[MODULE] = _lines(draw, "module", "")
+    for i, raw in enumerate(lines, 1):
+        m = _DEF.match(raw.decode("latin-1"))
+        if (m or draw(st.integers(0, 9)) == 0) and draw(st.integers(0, 4)) > 0:
+            name = m.group(1) if m else "nothing"
+            blocks[i] = _lines(draw, "function", name)
+            names[i] = name
+    return blocks, names
+
+
+def _lines(draw: st.DrawFn, kind: str, name: str) -> list[str]:
+    ident = draw(IDS) + ".py" + (f":{name}" if name else "")
+    fields = [
+        TagField(field, tuple(draw(st.lists(IDS, min_size=1, max_size=3))), draw(st.integers(0, 3)))
+        for field in draw(st.lists(st.sampled_from(["CALLS", "CALLED_BY", "BASE"]), unique=True))
+    ]
+    ent = Entity(ident, kind, ident, name or ident, 1, 1, 1, (0, 0, 0, 0))
+    return block_lines(ent, fields)
+
+
+def _compiles(data: bytes) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, "<generated>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _moved(tagged: bytes, keys: dict[int, list[str]]) -> dict[int, int]:
+    stripped = strip(tagged)
+    where: dict[int, int] = {}
+    for t in range(1, len(re.split(rb"\r\n|\r|\n", tagged)) + 1):
+        clean = stripped.new_line(t)
+        if clean is not None:
+            where.setdefault(clean, t)
+    return {k: (MODULE if k == MODULE else where[k]) for k in keys}
+
+
+def _clean(source: bytes) -> bool:
+    """Sources that hold no block of their own (the generator may write a stray delimiter)."""
+    first = strip(source)
+    return first.removed == 0 and not first.damaged
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(st.data())
+def test_strip_undoes_materialize_byte_for_byte(data: st.DataObject) -> None:
+    source, _encoding = data.draw(sources())
+    blocks, names = data.draw(requests(source))
+    result = materialize(source, blocks, names)
+    back = strip(result.text)
+    if _clean(source):
+        assert back.text == source
+        assert back.damaged == []
+        assert back.removed == result.inserted
+    assert _compiles(result.text) == _compiles(source)
+
+
+@SETTINGS
+@given(st.data())
+def test_materialize_is_idempotent_and_checks_clean(data: st.DataObject) -> None:
+    source, _encoding = data.draw(sources())
+    blocks, names = data.draw(requests(source))
+    first = materialize(source, blocks, names)
+    if not _clean(source):
+        assert first.text == source  # damaged input is never touched
+        return
+    assert all("coding line" in message for _, message in first.problems)
+    if first.problems:
+        return
+    moved = _moved(first.text, blocks)
+    again_blocks = {moved[k]: v for k, v in blocks.items()}
+    again_names = {moved[k]: v for k, v in names.items()}
+    second = materialize(first.text, again_blocks, again_names)
+    assert second.text == first.text
+    assert second.removed == second.inserted == first.inserted
+    assert check(first.text, again_blocks, again_names, require=True) == []
+    assert check(source, blocks, names) == []
+
+
+@SETTINGS
+@given(st.data())
+def test_inserted_lines_are_comments_in_the_file_encoding(data: st.DataObject) -> None:
+    source, _encoding = data.draw(sources())
+    blocks, names = data.draw(requests(source))
+    if not _clean(source):
+        return
+    result = materialize(source, blocks, names)
+    codec = declared_encoding(result.text)
+    assert codec == declared_encoding(source)
+    codec = "utf-8" if codec == "utf-8-sig" else codec
+    bom = b"\xef\xbb\xbf" if source.startswith(b"\xef\xbb\xbf") else b""
+    new_lines = re.split(r"\r\n|\r|\n", result.text[len(bom) :].decode(codec, "replace"))
+    old_lines = re.split(r"\r\n|\r|\n", source[len(bom) :].decode(codec, "replace"))
+    inserted = {i for b in strip(result.text).blocks for i in range(b.start, b.end)}
+    assert [ln for i, ln in enumerate(new_lines) if i not in inserted] == old_lines
+    written = {
+        line.encode(codec, "backslashreplace").decode(codec) for b in blocks.values() for line in b
+    }
+    for i in inserted:
+        assert new_lines[i].lstrip(" \t\f") in written
