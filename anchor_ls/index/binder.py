@@ -39,6 +39,7 @@ _PROPERTY_DECORATORS = frozenset(
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
 _DICT_VALUE_METHODS = frozenset({"get", "pop", "setdefault", "values"})
 _MAX_ROUNDS = 4
+_MAX_FLOWED = 6
 _MAX_VALUES = 64
 
 
@@ -61,9 +62,28 @@ class FileFacts:
     sites: dict[tuple[int, Value], list] = field(default_factory=lambda: defaultdict(list))
     bases: dict[int, list[Value]] = field(default_factory=dict)
     imports: set[str] = field(default_factory=set)
-    resolved: int = 0
-    external: int = 0
-    unresolved: int = 0
+    # scope idx -> [resolved, external, unresolved] call sites
+    counts: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def resolved(self) -> int:
+        return sum(c[0] for c in self.counts.values())
+
+    @property
+    def external(self) -> int:
+        return sum(c[1] for c in self.counts.values())
+
+    @property
+    def unresolved(self) -> int:
+        return sum(c[2] for c in self.counts.values())
+
+    def forget_scopes(self, scopes: set[int]) -> None:
+        for key in [k for k in self.calls if k[0] in scopes]:
+            del self.calls[key]
+        for key in [k for k in self.sites if k[0] in scopes]:
+            del self.sites[key]
+        for idx in scopes:
+            self.counts.pop(idx, None)
 
 
 class Binder:
@@ -76,13 +96,14 @@ class Binder:
         )
         self._contrib: dict[str, dict[tuple[str, int], dict[str, set[Value]]]] = {}
         self._contrib_by_fn: dict[tuple[str, int], dict[str, dict]] = defaultdict(dict)
+        self._scope_contrib: dict[str, dict[int, dict]] = {}
         self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
         self.clear_caches()
 
     # ----- program ------------------------------------------------------
-    def set_files(self, summaries: dict[str, FileSummary]) -> None:
+    def set_files(self, summaries: dict[str, FileSummary], root_package: str = "") -> None:
         self.summaries = dict(summaries)
-        self.modules = ModuleTable(self.summaries)
+        self.modules = ModuleTable(self.summaries, root_package)
         self.clear_caches()
 
     def put_file(self, summary: FileSummary) -> None:
@@ -92,6 +113,7 @@ class Binder:
 
     def drop_file(self, relpath: str) -> None:
         self.summaries.pop(relpath, None)
+        self._scope_contrib.pop(relpath, None)
         self.modules.discard(relpath)
         self.clear_caches()
 
@@ -695,7 +717,9 @@ class Binder:
         if param.default is not None:
             parent_ctx = Ctx(path, scope.parent, None)
             out |= {v for v in self.eval(param.default, parent_ctx) if v[0] != "x"}
-        out |= self.param_facts.get((path, idx), {}).get(param.name, EMPTY)
+        flowed = self.param_facts.get((path, idx), {}).get(param.name, EMPTY)
+        if len(flowed) <= _MAX_FLOWED:  # more is a megamorphic parameter: no edge on a guess
+            out |= flowed
         if param.kind == "star":
             return frozenset({("L", frozenset(out))}) if out else EMPTY
         return _cap(out)
@@ -797,32 +821,70 @@ class Binder:
                         out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), fn[0] == "b"))
         return out
 
-    def resolve_file(self, path: str) -> tuple[FileFacts, dict]:
-        """Resolve every call site, base and import of one file."""
-        facts = FileFacts()
-        contrib: dict[tuple[str, int], dict[str, set[Value]]] = defaultdict(
-            lambda: defaultdict(set)
-        )
+    def resolve_file(
+        self, path: str, scopes: set[int] | None = None, previous: FileFacts | None = None
+    ) -> tuple[FileFacts, dict]:
+        """Resolve the call sites, bases and imports of one file (or of some of its scopes).
+
+        Returns the facts and the argument values the whole file passes to functions.
+        """
         summary = self.summaries[path]
-        for idx, scope in enumerate(summary.scopes):
+        per_scope = self._scope_contrib.setdefault(path, {})
+        if scopes is None or previous is None:
+            facts = FileFacts()
+            per_scope.clear()
+            chosen: Iterable[int] = range(len(summary.scopes))
+            whole = True
+        else:
+            facts = previous
+            facts.forget_scopes(scopes)
+            chosen = sorted(scopes)
+            whole = False
+        for idx in chosen:
+            scope = summary.scopes[idx]
+            counts = facts.counts[idx] = [0, 0, 0]
+            contrib: dict = defaultdict(lambda: defaultdict(set))
             try:
-                if scope.kind == "class":
+                if whole and scope.kind == "class":
                     facts.bases[idx] = [v for v in self.class_bases((path, idx)) if v[0] == "c"]
                 for site in scope.calls:
-                    self._resolve_site(path, idx, site, facts, contrib)
+                    self._resolve_site(path, idx, site, facts, counts, contrib)
                 if scope.attr_reads:
                     self._resolve_property_reads(path, idx, scope, facts)
             except RecursionError:  # a chain of values too long to follow: leave it unlinked
-                facts.unresolved += 1
+                counts[2] += 1
+            per_scope[idx] = contrib
+            if not whole:
+                continue
             for binding in scope.bindings:
-                tag = binding.value[0]
-                if tag in ("im", "ima", "if"):
+                if binding.value[0] in ("im", "ima", "if"):
                     self._record_import(path, binding.value, facts)
             for module, level, _pos in scope.star_imports:
                 target = self.modules.resolve(module, level, path)
                 if target is not None and target in self.summaries:
                     facts.imports.add(target)
-        return facts, contrib
+        merged: dict = defaultdict(lambda: defaultdict(set))
+        for contrib in per_scope.values():
+            for fn, params in contrib.items():
+                for name, values in params.items():
+                    merged[fn][name] |= values
+        return facts, merged
+
+    def scopes_reading(self, fn: tuple[str, int]) -> set[int]:
+        """The scopes of fn's file that can see fn's parameters: fn and what it nests."""
+        path, idx = fn
+        scopes = self.summaries[path].scopes
+        parent = scopes[idx].parent
+        if parent >= 0 and scopes[parent].kind == "class":
+            idx = parent  # a method's parameters reach its class's other methods via `self.x`
+        out = {idx}
+        for j in range(idx + 1, len(scopes)):
+            parent = scopes[j].parent
+            while parent > idx:
+                parent = scopes[parent].parent
+            if parent == idx:
+                out.add(j)
+        return out
 
     def property_names(self) -> frozenset[str]:
         """Names of every property getter in the repository: the reads worth resolving."""
@@ -872,7 +934,13 @@ class Binder:
             facts.imports.add(target)
 
     def _resolve_site(
-        self, path: str, idx: int, site: CallSite, facts: FileFacts, contrib: dict
+        self,
+        path: str,
+        idx: int,
+        site: CallSite,
+        facts: FileFacts,
+        counts: list[int],
+        contrib: dict,
     ) -> None:
         implicit: list[Value] = []
         ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
@@ -881,12 +949,9 @@ class Binder:
         for fn in implicit:
             targets.append((("f", fn[1], fn[2]), None, True))
         if not targets:
-            if any(v[0] == "x" for v in callees):
-                facts.external += 1
-            else:
-                facts.unresolved += 1
+            counts[1 if any(v[0] == "x" for v in callees) else 2] += 1
             return
-        facts.resolved += 1
+        counts[0] += 1
         arg_ctx = Ctx(path, idx, site.pos, site.blocks)
         arg_values: list[Values] | None = None
         for target, receiver, bound in targets:

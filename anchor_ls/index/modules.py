@@ -15,9 +15,11 @@ class ModuleTable:
     external (the standard library, third-party code) and never linked.
     """
 
-    def __init__(self, relpaths: Iterable[str]) -> None:
+    def __init__(self, relpaths: Iterable[str], root_package: str = "") -> None:
         self.files: set[str] = set()
         self.dirs: set[str] = set()
+        # When the indexed folder is itself a package (`django/`), `import django.x` lands inside.
+        self.root_package = root_package
         for rel in relpaths:
             self.add(rel)
 
@@ -66,6 +68,11 @@ class ModuleTable:
         roots = [self.source_root(importer), ""]
         if "src" in self.dirs:
             roots.append("src")
+        if self.root_package and parts[0] == self.root_package and "__init__.py" in self.files:
+            inner = "/".join(parts[1:])
+            found = self.module_at(inner) if inner else "__init__.py"
+            if found is not None:
+                return found
         seen = set()
         for root in roots:
             if root in seen:
