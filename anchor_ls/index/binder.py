@@ -128,6 +128,7 @@ class Binder:
         self._in_progress: set = set()
         self._subclasses = None
         self._property_names: frozenset[str] | None = None
+        self._mutations: dict[str, dict[tuple[int, str], list]] = {}
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
         self._override_cache: dict[tuple, frozenset] = {}
@@ -202,6 +203,7 @@ class Binder:
         result: set[Value] = set()
         for binding in chosen:
             result |= self.binding_values(path, idx, binding)
+        result |= self.mutation_values(path, idx, name)
         values = _cap(result)
         self._lookup_cache[key] = values
         return values
@@ -219,11 +221,57 @@ class Binder:
             if value[0] == "P":
                 values = self.param_values(path, value[1], value[2])
             else:
-                values = self.eval(value, Ctx(path, idx, binding.pos, binding.blocks))
+                # evaluated just before the binding takes effect: `a, b = b, a` reads the old a, b
+                values = self.eval(value, Ctx(path, idx, binding.pos - 1, binding.blocks))
         finally:
             self._in_progress.discard(key)
         self._binding_values[key] = (binding, values)
         return values
+
+    def mutation_values(self, path: str, idx: int, name: str) -> Values:
+        """What `x[k] = v`, `x.append(v)`, `x.update(...)` anywhere in the file add to x."""
+        table = self._mutations.get(path)
+        if table is None:
+            table = self._mutations[path] = self._collect_mutations(path)
+        found = table.get((idx, name))
+        if not found:
+            return EMPTY
+        key = ("mut", path, idx, name)
+        if key in self._in_progress:
+            return EMPTY
+        self._in_progress.add(key)
+        out: set[Value] = set()
+        try:
+            for added, scope_idx, pos in found:
+                out |= self.eval(added, Ctx(path, scope_idx, pos))
+        finally:
+            self._in_progress.discard(key)
+        return frozenset(out)
+
+    def _collect_mutations(self, path: str) -> dict[tuple[int, str], list]:
+        scopes = self.summaries[path].scopes
+        table: dict[tuple[int, str], list] = defaultdict(list)
+        for s_idx, scope in enumerate(scopes):
+            for name, added, pos in scope.mutations:
+                owner = self._binding_scope(path, s_idx, name)
+                if owner is not None:
+                    table[(owner, name)].append((added, s_idx, pos))
+        return table
+
+    def _binding_scope(self, path: str, idx: int, name: str) -> int | None:
+        scopes = self.summaries[path].scopes
+        first = True
+        while idx >= 0:
+            scope = scopes[idx]
+            if scope.kind == "class" and not first:
+                idx = scope.parent
+                continue
+            if name in scope.global_names:
+                return 0
+            if name in self.names(path, idx):
+                return idx
+            idx, first = scope.parent, False
+        return None
 
     def _star_lookup(self, path: str, scope: Scope, name: str) -> Values:
         if name.startswith("_"):
@@ -314,6 +362,8 @@ class Binder:
             return self.elements(self.eval(expr[1], ctx))
         if tag == "ix":
             return self.unpack(expr[1], expr[2], ctx)
+        if tag == "st":
+            return self.starred(expr[1], expr[2], expr[3], ctx)
         if tag == "en":
             return self.entered(self.eval(expr[1], ctx))
         if tag == "ex":
@@ -341,6 +391,8 @@ class Binder:
             kind = base[0]
             if kind == "m":
                 out |= self.module_attr(base[1], name)
+            elif kind in ("i", "I") and name == "__class__":
+                out.add(("c", base[1], base[2]))
             elif kind in ("i", "I"):
                 cls = (base[1], base[2])
                 found = self.instance_attr(cls, name, ctx)
@@ -358,6 +410,8 @@ class Binder:
         return _cap(out)
 
     def subscript(self, bases: Values, key: Expr) -> Values:
+        if key[0] == "sl":  # a slice of a container is a container of the same things
+            return frozenset(b for b in bases if b[0] == "L")
         out: set[Value] = set()
         for base in bases:
             if base[0] == "L":
@@ -381,9 +435,21 @@ class Binder:
         return frozenset(out)
 
     def unpack(self, expr: Expr, index: int, ctx: Ctx) -> Values:
-        if expr[0] == "l" and index < len(expr[1]) and all(i[0] != "*" for i in expr[1]):
-            return self.eval(expr[1][index], ctx)
+        items = _literal_items(expr)
+        if items is not None and -len(items) <= index < len(items):
+            return self.eval(items[index], ctx)
         return self.elements(self.eval(expr, ctx))
+
+    def starred(self, expr: Expr, start: int, after: int, ctx: Ctx) -> Values:
+        items = _literal_items(expr)
+        if items is not None and start <= len(items) - after:
+            chosen = items[start : len(items) - after]
+            elems: set[Value] = set()
+            for item in chosen:
+                elems |= self.eval(item, ctx)
+        else:
+            elems = set(self.elements(self.eval(expr, ctx)))
+        return frozenset({("L", frozenset(elems))}) if elems else EMPTY
 
     def entered(self, values: Values) -> Values:
         """What `with value as x` binds: __enter__'s result, or the value itself."""
@@ -549,6 +615,20 @@ class Binder:
             return ("b", value[1], value[2])
         return value
 
+    def metaclass_call(self, cls: tuple[str, int]) -> Values:
+        """`__call__` of a repository metaclass: calling the class runs it."""
+        for klass in self.mro(cls):
+            scope = self.scope(*klass)
+            if scope.metaclass is None:
+                continue
+            meta = self.eval(scope.metaclass, Ctx(klass[0], scope.parent, None))
+            out: set[Value] = set()
+            for m in meta:
+                if m[0] == "c":
+                    out |= self.class_attr((m[1], m[2]), "__call__", bound=True)
+            return frozenset(out)
+        return EMPTY
+
     def method_kind(self, path: str, idx: int) -> str:
         """'static', 'class', 'property' or 'instance' from the decorators."""
         scope = self.scope(path, idx)
@@ -681,11 +761,10 @@ class Binder:
             return cached
         out: set[Value] = set()
         for sub in self.subclasses(cls):
-            bindings = self.names(*sub).get(name)
-            if bindings:
-                for v in self._reaching(sub[0], sub[1], name, bindings, None, ()):
-                    if v[0] == "f" and not self._is_property(v):
-                        out.add(self._bind_method(v, True))
+            # what the concrete class's MRO finds: its own override, or a sibling base's
+            for v in self.class_attr(sub, name, bound=True):
+                if v[0] in ("f", "b") and not self._is_property(("f", v[1], v[2])):
+                    out.add(v)
         result = frozenset(out)
         self._override_cache[key] = result
         return result
@@ -775,8 +854,11 @@ class Binder:
             elif kind == "x":
                 out |= self._external_result(v[1], call, ctx)
             elif kind == "dv":  # d.get(k), d.pop(k), d.values()
-                values = self.subscript(frozenset({v[1]}), call[2][0] if call[2] else ("u",))
+                args = call[2]
+                values = self.subscript(frozenset({v[1]}), args[0] if args else ("u",))
                 out |= values if call[1][2] != "values" else {("L", values)}
+                if call[1][2] == "get" and len(args) > 1:
+                    out |= self.eval(args[1], ctx)
         return _cap(out)
 
     def _external_result(self, dotted: str, call: Expr, ctx: Ctx) -> Values:
@@ -812,6 +894,8 @@ class Binder:
             elif kind == "c":
                 out.append((v, None, False))
                 init = self.class_attr((v[1], v[2]), "__init__", bound=True)
+                init |= self.class_attr((v[1], v[2]), "__new__", bound=True)
+                init |= self.metaclass_call((v[1], v[2]))
                 for fn in init:
                     if fn[0] in ("f", "b"):
                         out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), True))
@@ -981,6 +1065,13 @@ class Binder:
         star = next((p for p in params if p.kind == "star"), None)
         for i, values in enumerate(arg_values):
             if site.args[i][0] == "*":
+                # `f(*args)`: any element may land in any later position
+                spread = _interesting(self.elements(self.eval(site.args[i][1], ctx)))
+                if spread:
+                    for param in positional[i:]:
+                        contrib[fn][param.name] |= spread
+                    if star is not None:
+                        contrib[fn][star.name] |= spread
                 break
             if not values:
                 continue
@@ -990,13 +1081,18 @@ class Binder:
                 contrib[fn][star.name] |= values
         by_name = {p.name: p for p in params if p.kind in ("pos", "kwonly")}
         starstar = next((p for p in params if p.kind == "starstar"), None)
+        keyed: list[tuple[str, Values]] = []
         for name, expr in site.kwargs:
-            param = by_name.get(name)
-            if param is None and starstar is None:
-                continue
-            values = _interesting(self.eval(expr, ctx))
+            if name == "**":  # `f(**kwargs)`: forward each known key
+                for d in self.eval(expr, ctx):
+                    if d[0] == "D":
+                        keyed.extend((k, _interesting(v)) for k, v in d[1] if k != "*")
+            elif name in by_name or starstar is not None:
+                keyed.append((name, _interesting(self.eval(expr, ctx))))
+        for name, values in keyed:
             if not values:
                 continue
+            param = by_name.get(name)
             if param is not None:
                 contrib[fn][param.name] |= values
             elif starstar is not None:
@@ -1027,6 +1123,17 @@ class Binder:
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})
+
+
+def _literal_items(expr: Expr) -> tuple[Expr, ...] | None:
+    """The items of a tuple/list display, following constant unpacking indexes."""
+    if expr[0] == "l" and all(item[0] != "*" for item in expr[1]):
+        return expr[1]
+    if expr[0] == "ix":
+        outer = _literal_items(expr[1])
+        if outer is not None and -len(outer) <= expr[2] < len(outer):
+            return _literal_items(outer[expr[2]])
+    return None
 
 
 def _decorator_name(dec: Expr) -> str:

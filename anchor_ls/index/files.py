@@ -65,12 +65,18 @@ def python_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str | Skip
                 is_link = entry.is_symlink()
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name not in SKIP_DIRS and not is_excluded(rel, exclude):
-                        subdirs.append(rel)
+                        if _undecodable(entry.name):
+                            yield Skipped(_shown(rel), "unreadable", _BAD_NAME)
+                        else:
+                            subdirs.append(rel)
                     continue
             except OSError as err:
                 yield Skipped(rel, "unreadable", err.strerror or str(err))
                 continue
             if not entry.name.endswith(".py") or is_excluded(rel, exclude):
+                continue
+            if _undecodable(entry.name):
+                yield Skipped(_shown(rel), "unreadable", _BAD_NAME)
                 continue
             if is_link:
                 problem = _link_problem(entry.path, root_real)
@@ -79,6 +85,23 @@ def python_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str | Skip
                     continue
             yield rel
         stack.extend(reversed(subdirs))
+
+
+_BAD_NAME = "name is not valid UTF-8 (ids, the cache and editors need text); skipped"
+
+
+def _undecodable(name: str) -> bool:
+    """A name the file system gave as undecodable bytes (surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _shown(relpath: str) -> str:
+    """A printable form of an undecodable relpath, for its problem report."""
+    return relpath.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _link_problem(path: str, root_real: str) -> tuple[str, str] | None:

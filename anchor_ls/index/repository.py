@@ -265,7 +265,7 @@ class Index:
                 break
             self.binder.clear_caches()
             # Only the functions whose parameters learned new values read them.
-            scopes = _scopes_by_file(self.binder, grown)
+            scopes = _scopes_by_file(self.binder, self._facts, grown)
             todo = sorted(scopes)
 
     def _rebuild_graph(self) -> None:
@@ -520,11 +520,20 @@ class Index:
             self._cache = None
 
 
-def _scopes_by_file(binder: Binder, fns: set[tuple[str, int]]) -> dict[str, set[int]]:
+def _scopes_by_file(
+    binder: Binder, facts: dict[str, FileFacts], fns: set[tuple[str, int]]
+) -> dict[str, set[int]]:
+    """The scopes to resolve again once fns' parameters learned new values: the scopes
+    that read those parameters, and the callers that read what fns return."""
     out: dict[str, set[int]] = {}
     for fn in fns:
         if fn[0] in binder.summaries:
             out.setdefault(fn[0], set()).update(binder.scopes_reading(fn))
+    wanted = {("f", path, idx) for path, idx in fns}
+    for rel, file_facts in facts.items():
+        for (idx, _kind), targets in file_facts.calls.items():
+            if not targets.isdisjoint(wanted):
+                out.setdefault(rel, set()).add(idx)
     return out
 
 

@@ -32,6 +32,7 @@ _CONSTANT_TYPES = frozenset(
 _COMPREHENSIONS = frozenset(
     {"list_comprehension", "set_comprehension", "dictionary_comprehension", "generator_expression"}
 )
+_MUTATORS = frozenset({"append", "add", "insert", "extend", "update", "setdefault"})
 _SEQUENCES = frozenset({"list", "tuple", "set", "expression_list", "pattern_list"})
 _TARGET_SEQUENCES = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"})
 
@@ -379,7 +380,10 @@ class _Walker:
             if supers is not None:
                 for arg in supers.named_children:
                     if arg.type == "keyword_argument":
-                        self.expr(arg.child_by_field_name("value"))
+                        value = self.expr(arg.child_by_field_name("value"))
+                        keyword = arg.child_by_field_name("name")
+                        if keyword is not None and self.text(keyword) == "metaclass":
+                            scope.metaclass = value
                     else:
                         scope.bases.append(self.expr(arg))
         else:
@@ -506,6 +510,8 @@ class _Walker:
                 and all(item[0] == "k" for item in right[1])
             ):
                 self.all_names.extend(str(item[1]) for item in right[1])
+            name = self.text(left)
+            self.bind(name, ("or", (("n", name), right)), node.end_byte)
         elif left is not None:
             self.expr(left)
 
@@ -520,18 +526,35 @@ class _Walker:
                 self.scope.attr_assigns.append((obj, self.text(attr), value, pos))
         elif t in _TARGET_SEQUENCES:
             items = node.named_children
+            star = next(
+                (
+                    i
+                    for i, it in enumerate(items)
+                    if it.type in ("list_splat_pattern", "list_splat")
+                ),
+                None,
+            )
             for i, item in enumerate(items):
-                if item.type in ("list_splat_pattern", "list_splat"):
+                if i == star:
                     inner = item.named_children
                     if inner:
-                        self.target(inner[0], ("l", (("it", value),)), pos)
+                        rest = ("st", value, i, len(items) - i - 1)
+                        self.target(inner[0], rest, pos)
+                elif star is not None and i > star:
+                    self.target(item, ("ix", value, i - len(items)), pos)
                 else:
                     self.target(item, ("ix", value, i), pos)
         elif t in ("parenthesized_expression", "as_pattern_target"):
             for child in node.named_children:
                 self.target(child, value, pos)
         elif t == "subscript":
-            self.expr(node)
+            base = node.child_by_field_name("value")
+            keys = node.children_by_field_name("subscript")
+            key = self.expr(keys[0]) if keys else UNKNOWN
+            if base is not None and base.type == "identifier":
+                self.mutate(self.text(base), ("d", ((key, value),)), pos)
+            else:
+                self.expr(node)
         else:
             self.expr(node)
 
@@ -587,16 +610,44 @@ class _Walker:
                     elif at == "list_splat":
                         args.append(("*", self.expr(arg.named_children[0])))
                     elif at == "dictionary_splat":
-                        self.expr(arg.named_children[0])
-                        kwargs.append(("**", UNKNOWN))
+                        kwargs.append(("**", self.expr(arg.named_children[0])))
                     elif at != "comment":
                         args.append(self.expr(arg))
         targs, tkwargs = tuple(args), tuple(kwargs)
+        if func[0] == "a" and func[1][0] == "n" and func[2] in _MUTATORS:
+            self.mutation_call(func[1][1], func[2], targs, tkwargs, node.end_byte)
         span_node = func_node
         if func_node is not None and func_node.type == "attribute":
             span_node = func_node.child_by_field_name("attribute") or func_node
         self.add_call(func, targs, tkwargs, span_node or node, node.start_byte, "call")
         return ("c", func, targs, tkwargs)
+
+    def mutate(self, name: str, added: Expr, pos: int) -> None:
+        self.scope.mutations.append((name, added, pos))
+
+    def mutation_call(
+        self,
+        name: str,
+        method: str,
+        args: tuple[Expr, ...],
+        kwargs: tuple[tuple[str, Expr], ...],
+        pos: int,
+    ) -> None:
+        """`x.append(f)`, `x.update({...})`, `x.setdefault(k, f)`: what x holds grows."""
+        if method in ("append", "add") and args:
+            self.mutate(name, ("l", (args[0],)), pos)
+        elif method == "insert" and len(args) > 1:
+            self.mutate(name, ("l", (args[1],)), pos)
+        elif method == "extend" and args:
+            self.mutate(name, args[0], pos)
+        elif method == "setdefault" and len(args) > 1:
+            self.mutate(name, ("d", ((args[0], args[1]),)), pos)
+        elif method == "update":
+            for arg in args:
+                self.mutate(name, arg, pos)
+            pairs = tuple((("k", k), v) for k, v in kwargs if k != "**")
+            if pairs:
+                self.mutate(name, ("d", pairs), pos)
 
     def add_call(
         self,
@@ -640,7 +691,10 @@ class _Walker:
 
     def e_subscript(self, node: Node) -> Expr:
         base = self.expr(node.child_by_field_name("value"))
-        keys = [self.expr(k) for k in node.children_by_field_name("subscript")]
+        keys = []
+        for k in node.children_by_field_name("subscript"):
+            value = self.expr(k)
+            keys.append(("sl",) if k.type == "slice" else value)
         return ("s", base, keys[0] if keys else UNKNOWN)
 
     def e_parenthesized(self, node: Node) -> Expr:
@@ -702,14 +756,15 @@ class _Walker:
             if clause.type == "for_in_clause":
                 continue
             if clause.type == "pair":
-                self.expr(clause.child_by_field_name("key"))
-                self.expr(clause.child_by_field_name("value"))
+                key = self.expr(clause.child_by_field_name("key"))
+                value = self.expr(clause.child_by_field_name("value"))
+                element = ("d", ((key if key[0] == "k" else UNKNOWN, value),))
             elif clause == body:
                 element = self.expr(clause)
             else:
                 self.expr(clause)
         self.blocks = saved
-        return ("l", (element,))
+        return element if node.type == "dictionary_comprehension" else ("l", (element,))
 
     def type_expr(self, node: Node) -> Expr | None:
         """An annotation's expression; strings stay text for the binder to read."""

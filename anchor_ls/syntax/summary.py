@@ -6,7 +6,7 @@ Expressions are small tuples (the binder's IR), tagged by their first item:
   ("n", name)                     a name
   ("a", base, attr)               attribute access
   ("c", func, args, kwargs)       a call; args: tuple of exprs, kwargs: tuple of (name, expr)
-  ("s", base, key)                subscript
+  ("s", base, key)                subscript (key ("sl",) for a slice)
   ("k", value)                    a str/int constant (dict keys, __all__ items)
   ("d", ((key, value), ...))      a dict display
   ("l", (item, ...))              a list, tuple or set display
@@ -20,6 +20,7 @@ Expressions are small tuples (the binder's IR), tagged by their first item:
   ("an", annotation)              an instance of what an annotation names
   ("g", base, args)               a subscripted annotation (`Optional[X]`, `list[X]`)
   ("*", expr)                     a `*args` argument
+  ("st", expr, start, after)      a starred target: the items of expr from start, less `after`
   ("im", module, level)           `import module` (binds the top package unless aliased)
   ("ima", module, level)          `import module as x` (binds the module itself)
   ("if", module, level, name)     `from module import name`
@@ -75,6 +76,7 @@ class Scope:
     name_span: Span
     decorators: list[Expr] = field(default_factory=list)
     bases: list[Expr] = field(default_factory=list)
+    metaclass: Expr | None = None
     params: list[Param] = field(default_factory=list)
     returns: Expr | None = None  # return annotation
     bindings: list[Binding] = field(default_factory=list)
@@ -85,6 +87,8 @@ class Scope:
     attr_assigns: list[tuple[Expr, str, Expr, int]] = field(default_factory=list)
     # attribute reads (expr, span, pos, blocks): a read of a property calls its getter
     attr_reads: list[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
+    # (name, added expr, pos): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x holds
+    mutations: list[tuple[str, Expr, int]] = field(default_factory=list)
     global_names: set[str] = field(default_factory=set)
     star_imports: list[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
     is_async: bool = False
