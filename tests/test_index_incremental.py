@@ -163,6 +163,39 @@ def test_a_file_turned_binary_is_dropped_and_reported(index: Index) -> None:
     assert index.graph.to_json() == fresh_json(index.root)
 
 
+def test_an_editor_buffer_of_a_nested_too_deep_file_is_a_problem_not_an_exception(
+    index: Index,
+) -> None:
+    rel = "pkg/pricing.py"
+    deep = "x = " + "(" * 10000 + "1" + ")" * 10000 + "\n"
+    changed = index.update_file(rel, deep)
+    assert index.problems[rel].kind == "too-deep"
+    assert rel in changed and rel not in index.graph.files()
+    assert "pkg/service.py:checkout" in index.graph.entities
+    index.update_file(rel, (EXAMPLE / rel).read_text(encoding="utf-8"))
+    assert index.problems == {}
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_an_editor_buffer_of_a_latin1_file_keeps_its_names(index: Index) -> None:
+    """Buffers arrive as text; the file's coding cookie says how its bytes were written."""
+    text = (
+        "# -*- coding: latin-1 -*-\n"
+        "from .pricing import price_of\n\n\n"
+        "def pr\u00e9f\u00e9r\u00e9():\n"
+        "    return price_of('apple')\n"
+    )
+    path = index.root / "pkg/latin.py"
+    path.write_bytes(text.encode("latin-1"))
+    index.reload_file("pkg/latin.py")
+    on_disk = index.graph.to_json()
+    assert "pkg/latin.py:pr\u00e9f\u00e9r\u00e9" in index.graph.entities
+    index.update_file("pkg/latin.py", text)
+    assert index.graph.to_json() == on_disk
+    assert index.source("pkg/latin.py") == path.read_bytes()
+    assert index.problems == {}
+
+
 def test_a_new_file_that_was_imported_before_it_existed(index: Index) -> None:
     edit(
         index,
@@ -192,7 +225,8 @@ def test_a_sequence_of_updates_equals_a_fresh_build(index: Index) -> None:
         (
             "pkg/extra.py",
             lambda s: (
-                "from .service import checkout\n\n\ndef again(r):\n    return checkout([], r, None)\n"
+                "from .service import checkout\n\n\n"
+                "def again(r):\n    return checkout([], r, None)\n"
             ),
         ),
         ("pkg/__init__.py", lambda s: s + "from .extra import again\n"),
@@ -216,3 +250,77 @@ def test_a_sequence_of_updates_equals_a_fresh_build(index: Index) -> None:
     }
     assert index.graph.into(CALLS, "pkg/extra.py:again") == []
     assert "pkg/service.py:checkout" in index.graph.out(CALLS, "pkg/extra.py:again")
+
+
+def test_a_file_removed_and_restored_behind_a_package_reexport(index: Index) -> None:
+    """tests/ imports `checkout` from `pkg`, which re-exports it from pkg/service.py."""
+    test_fn = "tests/test_service.py:test_checkout_saves_and_charges"
+    assert "pkg/service.py:checkout" in index.graph.out(CALLS, test_fn)
+    text = (index.root / "pkg/service.py").read_text(encoding="utf-8")
+    index.remove_file("pkg/service.py")
+    assert "pkg/service.py:checkout" not in index.graph.out(CALLS, test_fn)
+    changed = index.update_file("pkg/service.py", text)
+    assert "tests/test_service.py" in changed
+    assert "pkg/service.py:checkout" in index.graph.out(CALLS, test_fn)
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def flow_repo(root: Path, a_text: str) -> Index:
+    (root / "a.py").write_text(a_text, encoding="utf-8")
+    (root / "b.py").write_text("from a import A, f\n\n\ndef go():\n    f(A())\n", encoding="utf-8")
+    idx = Index(root, use_cache=False)
+    idx.build()
+    return idx
+
+
+def stop_passing_a(idx: Index) -> None:
+    text = "from a import A, f\n\n\ndef go():\n    f(None)\n"
+    (idx.root / "b.py").write_text(text, encoding="utf-8")
+    idx.update_file("b.py", text)
+
+
+CHAIN = (
+    "class A:\n    def m(self):\n        pass\n\n\n"
+    "def f(p):\n    return relay(p)\n\n\n"
+    "def relay(y):\n    return y.m()\n"
+)
+CYCLE = (
+    "class A:\n    def m(self):\n        pass\n\n\n"
+    "def f(p):\n    g(p)\n    return p.m()\n\n\n"
+    "def g(q):\n    return f(q)\n"
+)
+
+
+def test_an_argument_no_longer_passed_is_forgotten_along_a_chain(tmp_path: Path) -> None:
+    """b passes an A to f, f passes it on to relay, relay calls .m(): two hops of flow."""
+    idx = flow_repo(tmp_path, CHAIN)
+    assert idx.graph.out(CALLS, "a.py:relay") == ["a.py:A.m"]
+    stop_passing_a(idx)
+    assert idx.graph.out(CALLS, "a.py:relay") == []
+    assert idx.graph.to_json() == fresh_json(tmp_path)
+
+
+def test_an_argument_no_longer_passed_is_forgotten_around_a_cycle(tmp_path: Path) -> None:
+    idx = flow_repo(tmp_path, CYCLE)
+    assert "a.py:A.m" in idx.graph.out(CALLS, "a.py:f")
+    stop_passing_a(idx)
+    assert idx.graph.to_json() == fresh_json(tmp_path)
+
+
+@pytest.mark.parametrize("use_cache", [False, True], ids=["no-cache", "cache"])
+def test_building_the_same_index_again_after_files_changed(
+    repo: Path, tmp_path: Path, use_cache: bool
+) -> None:
+    idx = Index(repo, use_cache=use_cache, cache_dir=tmp_path / "cache")
+    idx.build()
+    (repo / "pkg/repo.py").unlink()
+    pricing = repo / "pkg/pricing.py"
+    pricing.write_text(
+        pricing.read_text(encoding="utf-8").replace("no_discount", "flat"), encoding="utf-8"
+    )
+    stats = idx.build()
+    idx.close()
+    assert idx.graph.to_json() == fresh_json(repo)
+    assert stats.files == 8
+    fresh = Index(repo, use_cache=False)
+    assert stats.call_sites == fresh.build().call_sites

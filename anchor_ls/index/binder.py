@@ -97,6 +97,7 @@ class Binder:
         self._contrib: dict[str, dict[tuple[str, int], dict[str, set[Value]]]] = {}
         self._contrib_by_fn: dict[tuple[str, int], dict[str, dict]] = defaultdict(dict)
         self._scope_contrib: dict[str, dict[int, dict]] = {}
+        self.shrunk: set[tuple[str, int]] = set()  # functions whose argument facts lost values
         self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
         self.clear_caches()
 
@@ -1119,7 +1120,45 @@ class Binder:
             else:
                 self.param_facts.pop(fn, None)
                 self._contrib_by_fn.pop(fn, None)
+            mine_before, mine_now = old.get(fn, {}), new.get(fn, {})
+            if any(not vals <= mine_now.get(name, set()) for name, vals in mine_before.items()):
+                self.shrunk.add(
+                    fn
+                )  # this file stopped passing something: it may live on in a cycle
         return changed
+
+    def retract(self, fns: set[tuple[str, int]]) -> set[str]:
+        """Delete and re-derive: drop every argument fact that flowed on through the
+        parameters of fns (so a cycle cannot keep a fact alive after its origin went);
+        returns the files to resolve again."""
+        todo = list(fns)
+        seen = set(fns)
+        files: set[str] = set()
+        while todo:
+            fn = todo.pop()
+            if fn[0] not in self.summaries:
+                continue
+            per_scope = self._scope_contrib.get(fn[0], {})
+            for idx in self.scopes_reading(fn):
+                contrib = per_scope.get(idx)
+                if not contrib:
+                    continue
+                for target in contrib:
+                    if target not in seen:
+                        seen.add(target)
+                        todo.append(target)
+                per_scope[idx] = {}
+                files.add(fn[0])
+        for path in files:
+            merged: dict = defaultdict(lambda: defaultdict(set))
+            for contrib in self._scope_contrib[path].values():
+                for fn, params in contrib.items():
+                    for name, values in params.items():
+                        merged[fn][name] |= values
+            self.set_contribution(path, merged)
+        self.shrunk.clear()
+        self.clear_caches()
+        return files
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})

@@ -386,17 +386,22 @@ class Index:
         """Resolve files again until argument flow settles; returns files whose tags moved."""
         touched: set[str] = set()
         todo = sorted(p for p in paths if p in self.binder.summaries)
-        for _round in range(_MAX_ROUNDS):  # as many rounds as a build: no stale argument facts
+        self.binder.shrunk.clear()
+        for _round in range(_MAX_ROUNDS + 1):  # as many rounds as a build: no stale facts
             grown: set[tuple[str, int]] = set()
             for rel in todo:
                 facts, contrib = self.binder.resolve_file(rel)
                 self._facts[rel] = facts
                 grown |= self.binder.set_contribution(rel, contrib)
                 touched |= self._apply_edges(rel)
-            if not grown:
+            redo = {fn[0] for fn in grown}
+            if self.binder.shrunk:  # facts went away: re-derive what flowed from them
+                redo |= self.binder.retract(set(self.binder.shrunk))
+            elif grown:
+                self.binder.clear_caches()
+            todo = sorted(p for p in redo if p in self.binder.summaries)
+            if not todo:
                 break
-            self.binder.clear_caches()
-            todo = sorted({fn[0] for fn in grown if fn[0] in self.binder.summaries})
         return touched
 
     def _apply_edges(self, rel: str) -> set[str]:
