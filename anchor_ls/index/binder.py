@@ -119,7 +119,9 @@ class Binder:
         self.clear_caches()
 
     def clear_caches(self) -> None:
-        self._names: dict[tuple[str, int], dict[str, list[Binding]]] = {}
+        self._names: dict[str, list] = {}
+        self._outer_cache: dict[tuple[str, int, str], Values] = {}
+        self._yields: dict[tuple[str, int], Values] = {}
         self._binding_values: dict[int, tuple[Binding, Values]] = {}
         self._lookup_cache: dict[tuple, Values] = {}
         self._returns: dict[tuple[str, int], Values] = {}
@@ -139,8 +141,10 @@ class Binder:
         return self.summaries[path].scopes[idx]
 
     def names(self, path: str, idx: int) -> dict[str, list[Binding]]:
-        key = (path, idx)
-        table = self._names.get(key)
+        tables = self._names.get(path)
+        if tables is None:
+            tables = self._names[path] = [None] * len(self.summaries[path].scopes)
+        table = tables[idx]
         if table is None:
             table = defaultdict(list)
             scope = self.summaries[path].scopes[idx]
@@ -150,34 +154,51 @@ class Binder:
                 table[binding.name].append(binding)
             for bindings in table.values():
                 bindings.sort(key=lambda b: b.pos)
-            self._names[key] = table
+            tables[idx] = table
         return table
 
     def lookup(self, ctx: Ctx, name: str) -> Values:
         """The values of a name used at ctx, following Python's scoping rules."""
         path, idx = ctx.path, ctx.scope
-        summary = self.summaries[path]
-        pos, blocks = ctx.pos, ctx.blocks
-        first = True
+        scope = self.summaries[path].scopes[idx]
+        if name in scope.global_names and idx != 0:
+            return self._outer(path, 0, name)
+        bindings = self.names(path, idx).get(name)
+        if bindings:
+            return self._reaching(path, idx, name, bindings, ctx.pos, ctx.blocks)
+        if scope.star_imports:
+            found = self._star_lookup(path, scope, name)
+            if found:
+                return found
+        return self._outer(path, scope.parent, name)
+
+    def _outer(self, path: str, idx: int, name: str) -> Values:
+        """A name seen from a nested scope: the final state of the enclosing ones."""
+        key = (path, idx, name)
+        cached = self._outer_cache.get(key)
+        if cached is not None:
+            return cached
+        scopes = self.summaries[path].scopes
+        result: Values | None = None
         while idx >= 0:
-            scope = summary.scopes[idx]
-            if scope.kind == "class" and not first:
+            scope = scopes[idx]
+            if scope.kind == "class":
                 idx = scope.parent
-                continue
-            if name in scope.global_names and idx != 0:
-                idx, pos, blocks = 0, None, ()
                 continue
             bindings = self.names(path, idx).get(name)
             if bindings:
-                return self._reaching(path, idx, name, bindings, pos, blocks)
+                result = self._reaching(path, idx, name, bindings, None, ())
+                break
             if scope.star_imports:
                 found = self._star_lookup(path, scope, name)
                 if found:
-                    return found
-            idx, pos, blocks, first = scope.parent, None, (), False
-        if name in _BUILTINS:
-            return frozenset({("x", f"builtins.{name}")})
-        return EMPTY
+                    result = found
+                    break
+            idx = scope.parent
+        if result is None:
+            result = frozenset({("x", f"builtins.{name}")}) if name in _BUILTINS else EMPTY
+        self._outer_cache[key] = result
+        return result
 
     def _reaching(
         self,
@@ -633,6 +654,8 @@ class Binder:
     def method_kind(self, path: str, idx: int) -> str:
         """'static', 'class', 'property' or 'instance' from the decorators."""
         scope = self.scope(path, idx)
+        if not scope.decorators:
+            return "instance"
         for dec in scope.decorators:
             name = _decorator_name(dec)
             if name in ("staticmethod",):
@@ -831,6 +854,21 @@ class Binder:
         return values
 
     def yields(self, fn: tuple[str, int]) -> Values:
+        cached = self._yields.get(fn)
+        if cached is not None:
+            return cached
+        key = ("yield", fn)
+        if key in self._in_progress:
+            return EMPTY
+        self._in_progress.add(key)
+        try:
+            values = self._yields_of(fn)
+        finally:
+            self._in_progress.discard(key)
+        self._yields[fn] = values
+        return values
+
+    def _yields_of(self, fn: tuple[str, int]) -> Values:
         path, idx = fn
         scope = self.scope(path, idx)
         out: set[Value] = set()
