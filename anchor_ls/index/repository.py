@@ -252,15 +252,20 @@ class Index:
         scopes: dict[str, set[int]] = {}
         for _round in range(_MAX_ROUNDS):
             grown: set[tuple[str, int]] = set()
+            # A round sees only the argument facts of the rounds before it: the result does
+            # not depend on the order files are resolved in.
+            passed: list[tuple[str, dict]] = []
             for i, rel in enumerate(todo):
                 if _round == 0:
                     facts, contrib = self.binder.resolve_file(rel)
                 else:
                     facts, contrib = self.binder.resolve_file(rel, scopes[rel], self._facts[rel])
                 self._facts[rel] = facts
-                grown |= self.binder.set_contribution(rel, contrib)
+                passed.append((rel, contrib))
                 if progress and _round == 0 and (i % 50 == 0 or i == n - 1):
                     progress(n + i + 1, 2 * n, rel)
+            for rel, contrib in passed:
+                grown |= self.binder.set_contribution(rel, contrib)
             if not grown:
                 break
             self.binder.clear_caches()
