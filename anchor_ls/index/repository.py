@@ -21,7 +21,7 @@ from anchor_ls.index import facts as factlib
 from anchor_ls.index.binder import Binder, FileFacts
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
-from anchor_ls.index.model import Graph, path_of
+from anchor_ls.index.model import Edge, Entity, Graph, path_of
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.syntax.parse import summarize
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
@@ -69,6 +69,8 @@ class Index:
         self._hashes: dict[str, str] = {}
         self._facts: dict[str, FileFacts] = {}
         self._ids: dict[str, list[str]] = {}
+        # After a warm start: (paths, pickled resolution state, site counts) until needed.
+        self._lazy: tuple[list[str], bytes, tuple[int, int, int]] | None = None
         self._stats = IndexStats()
         self.lock = threading.RLock()  # serialises mutations
 
@@ -107,6 +109,7 @@ class Index:
         # A full build starts from nothing: facts of an earlier build may name files now gone.
         self.binder = Binder()
         self._facts, self._ids = {}, {}
+        self._lazy = None
         relpaths: list[str] = []
         for item in python_files(self.root, self.exclude):
             if isinstance(item, Skipped):
@@ -319,6 +322,7 @@ class Index:
             return self._remove(relpath)
 
     def _remove(self, relpath: str) -> set[str]:
+        self._ensure_engine()
         if relpath not in self.binder.summaries:
             return set()
         dependents = self._dependents(relpath, interface_changed=True)
@@ -336,6 +340,7 @@ class Index:
         return {relpath} | before | self._reresolve(redo)
 
     def _replace(self, summary: FileSummary) -> set[str]:
+        self._ensure_engine()
         rel = summary.path
         old = self.binder.summaries.get(rel)
         interface_changed = old is None or _interface(old) != _interface(summary)
@@ -450,10 +455,18 @@ class Index:
         return out
 
     def _all_importers_of_new(self, rel: str) -> set[str]:
-        """A new file: whoever mentions its module name may now resolve into it."""
+        """A new file: whoever mentions its module name may now resolve into it.
+
+        A new __init__.py is also what `from . import x` means inside its package.
+        """
         stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
+        is_package = rel.rpartition("/")[2] == "__init__.py"
+        package = rel.removesuffix("__init__.py") if is_package else None
         out = set()
         for path, summary in self.binder.summaries.items():
+            if package is not None and path.startswith(package) and path != rel:
+                out.add(path)
+                continue
             for scope in summary.scopes:
                 if any(_mentions(b.value, stem) for b in scope.bindings) or any(
                     stem in m for m, _level, _pos in scope.star_imports
@@ -464,48 +477,90 @@ class Index:
 
     # ----- cache state ----------------------------------------------------
     def _snapshot(self) -> dict:
+        """The cache's copy of the graph (light, read at every warm start) and of the
+        resolution state (read only when a file changes)."""
+        graph = self.graph
+        with graph.lock:
+            files = {
+                rel: (
+                    [astuple_entity(e) for e in graph.file_entities(rel)],
+                    sorted((e.kind, e.src, e.dst) for e in graph.file_edges(rel)),
+                )
+                for rel in self.binder.summaries
+            }
+            sites = {
+                (e.src, e.dst): graph.sites(e.src, e.dst)
+                for rel in self.binder.summaries
+                for e in graph.file_edges(rel)
+                if e.kind == "calls"
+            }
+        stats = self.stats()
         return {
             "paths": sorted(self.binder.summaries),
-            "facts": self._facts,
-            "contrib": self.binder._contrib,
+            "files": files,
+            "sites": sites,
+            "counts": (stats.resolved_binder, stats.external, stats.unresolved),
+            "engine": pickle.dumps((self._facts, self.binder._contrib), pickle.HIGHEST_PROTOCOL),
             "problems": self.problems,
             "stats": self._stats,
         }
 
     def _restore(self, state: object, cache: Cache) -> bool:
-        if not isinstance(state, dict) or "paths" not in state:
+        if not isinstance(state, dict) or "files" not in state:
             return False
-        # Same fingerprint, same bytes: the files that failed to summarize then fail again now.
-        paths = set(state["paths"])
-        blobs = cache.summaries({rel: h for rel, h in self._hashes.items() if rel in paths})
-        if set(blobs) != paths:
-            return False
-        try:
-            summaries = {rel: pickle.loads(blob) for rel, blob in blobs.items()}
-        except Exception:
-            return False
-        self.binder.set_files(summaries, self.root.name)
-        for rel, contrib in state["contrib"].items():
-            self.binder.set_contribution(rel, contrib)
-        self._facts = state["facts"]
-        self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
+        paths = state["paths"]
+        graph = Graph(str(self.root))
+        sites = state["sites"]
+        with graph.lock:
+            for rel, (entities, _edges) in state["files"].items():
+                graph.replace_file_entities(rel, [Entity(*e) for e in entities])
+            for rel, (_entities, edges) in state["files"].items():
+                typed = {Edge(*e) for e in edges}
+                own = {(e.src, e.dst): sites[(e.src, e.dst)] for e in typed if e.kind == "calls"}
+                graph.replace_file_edges(rel, typed, own)
+        self.graph = graph
         # Only problems of the files read now: not old listing or cache problems.
         self.problems.update(
             (rel, problem) for rel, problem in state["problems"].items() if rel in self._hashes
         )
-        for rel in set(self._hashes) - paths:
+        for rel in set(self._hashes) - set(paths):
             self._sources.pop(rel, None)
             self._hashes.pop(rel, None)
         self._stats = state["stats"]
-        self._rebuild_graph()
+        self._lazy = (paths, state["engine"], state["counts"])
         return True
+
+    def _ensure_engine(self) -> None:
+        """After a warm start the binder is loaded on the first change, not before."""
+        if self._lazy is None:
+            return
+        paths, engine, _counts = self._lazy
+        self._lazy = None
+        cache = self._open_cache()
+        blobs = cache.summaries({rel: self._hashes[rel] for rel in paths}) if cache else {}
+        try:
+            if set(blobs) != set(paths):
+                raise ValueError("summaries missing from the cache")
+            summaries = {rel: pickle.loads(blob) for rel, blob in blobs.items()}
+            facts, contrib = pickle.loads(engine)
+        except Exception:  # the cache changed under us: build from scratch
+            if cache is not None:
+                cache.store_graph("", {})
+            self._build(None)
+            return
+        self.binder = Binder()
+        self.binder.set_files(summaries, self.root.name)
+        for rel, passed in contrib.items():
+            self.binder.set_contribution(rel, passed)
+        self._facts = facts
+        self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
 
     # ----- figures ----------------------------------------------------------
     def stats(self) -> IndexStats:
         with self.graph.lock:
             mean, hubs = graph_figures(self.graph)
             stats = IndexStats(
-                files=len(self.binder.summaries),
+                files=len(self._lazy[0]) if self._lazy else len(self.binder.summaries),
                 entities=len(self.graph.entities),
                 edges=edge_counts(self.graph),
                 mean_out_degree=round(mean, 3),
@@ -513,6 +568,8 @@ class Index:
                 reparsed=self._stats.reparsed,
                 from_cache=self._stats.from_cache,
             )
+        if self._lazy is not None:
+            stats.resolved_binder, stats.external, stats.unresolved = self._lazy[2]
         for facts in self._facts.values():
             stats.resolved_binder += facts.resolved
             stats.external += facts.external
@@ -528,6 +585,10 @@ class Index:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+
+def astuple_entity(e: Entity) -> tuple:
+    return (e.id, e.kind, e.path, e.name, e.line, e.end_line, e.start_line, e.name_span)
 
 
 def _scopes_by_file(
