@@ -18,7 +18,7 @@ import pytest
 
 from anchor_ls.index import CALLS, Index
 
-LIMIT = 4096
+LIMIT = 64 * 1024
 
 GOOD = {
     "good/__init__.py": "",
@@ -56,9 +56,12 @@ EXPECTED_PROBLEMS = {
     "outside": ["outside.py"],
     "symlink-loop": ["loop_a.py", "loop_b.py"],
     "syntax": ["broken.py", "template.py"],
+    "too-deep": ["deep.py"],
     "too-large": ["big.py"],
-    "unreadable": ["folder_link.py"],
+    # Names the file system holds as non-UTF-8 bytes, shown with U+FFFD.
+    "unreadable": ["bad\ufffd", "caf\ufffd.py", "folder_link.py"],
 }
+DEEP = "x = " + "(" * 10000 + "1" + ")" * 10000 + "\n"
 
 
 def write_tree(root: Path, outside: Path) -> None:
@@ -70,12 +73,17 @@ def write_tree(root: Path, outside: Path) -> None:
     (root / "bom.py").write_bytes(b"\xef\xbb\xbfdef b():\n    return 1\n")
     (root / "crlf.py").write_bytes(b"\r\n".join(ENDINGS) + b"\r\n")
     (root / "cr.py").write_bytes(b"\r".join(ENDINGS) + b"\r")
-    (root / "tabs.py").write_bytes(b"class T:\n\tdef m(self):\n\t\treturn self.n()\n\tdef n(self):\n\t\tpass\n")
+    (root / "tabs.py").write_bytes(
+        b"class T:\n\tdef m(self):\n\t\treturn self.n()\n\tdef n(self):\n\t\tpass\n"
+    )
     (root / "undecodable.py").write_bytes(b'def u():\n    return "\xff"\n')
     (root / "nul.py").write_bytes(b"def n():\n    pass\n\x00")
     (root / "picture.py").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
-    (root / "template.py").write_text("{% for x in xs %}\n{{ x }}\n{% endfor %}\n", encoding="utf-8")
+    (root / "template.py").write_text(
+        "{% for x in xs %}\n{{ x }}\n{% endfor %}\n", encoding="utf-8"
+    )
     (root / "big.py").write_text("x = 1\n" * (LIMIT // 6 + 1), encoding="utf-8")
+    (root / "deep.py").write_text(DEEP, encoding="utf-8")
     os.symlink("loop_b.py", root / "loop_a.py")
     os.symlink("loop_a.py", root / "loop_b.py")
     (outside / "secret.py").write_text("def stolen():\n    pass\n", encoding="utf-8")
@@ -84,6 +92,10 @@ def write_tree(root: Path, outside: Path) -> None:
     (root / "folder.py").mkdir()
     (root / "folder.py" / "inner.py").write_text("def inner():\n    pass\n", encoding="utf-8")
     os.symlink("folder.py", root / "folder_link.py")
+    # Latin-1 bytes in a file and a folder name: not valid UTF-8.
+    (root / "caf\udce9.py").write_text("def cafe():\n    pass\n", encoding="utf-8")
+    (root / "bad\udcff").mkdir()
+    (root / "bad\udcff" / "m.py").write_text("def m():\n    pass\n", encoding="utf-8")
     # A symlinked folder pointing at its parent: never followed, so no loop.
     os.symlink(".", root / "good" / "again")
 
@@ -186,6 +198,13 @@ def test_messages_name_the_cause(built: Index) -> None:
     assert f"{size} bytes, over the limit" in p["big.py"].message
     assert "NUL" in p["nul.py"].message
     assert "not a file" in p["folder_link.py"].message
+    assert "not valid UTF-8" in p["caf\ufffd.py"].message
+
+
+def test_every_id_is_text_the_cache_and_editors_can_carry(built: Index) -> None:
+    for ident in built.graph.entities:
+        ident.encode("utf-8")  # raises on surrogate escapes
+    assert not any(e.startswith(("caf", "bad")) for e in built.graph.entities)
 
 
 def test_every_edge_joins_two_entities(built: Index) -> None:

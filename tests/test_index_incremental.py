@@ -265,6 +265,19 @@ def test_a_file_removed_and_restored_behind_a_package_reexport(index: Index) -> 
     assert index.graph.to_json() == fresh_json(index.root)
 
 
+def test_a_package_init_restored_is_what_relative_imports_name_again(index: Index) -> None:
+    """With pkg/config.py gone, `from . import config` in pkg/cli.py names the package."""
+    for rel in ("pkg/config.py", "pkg/__init__.py"):
+        text = (index.root / rel).read_text(encoding="utf-8")
+        (index.root / rel).unlink()
+        index.remove_file(rel)
+    assert "pkg/__init__.py" not in index.graph.out(IMPORTS, "pkg/cli.py")
+    changed = edit(index, "pkg/__init__.py", lambda s: text)
+    assert "pkg/cli.py" in changed
+    assert "pkg/__init__.py" in index.graph.out(IMPORTS, "pkg/cli.py")
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
 def flow_repo(root: Path, a_text: str) -> Index:
     (root / "a.py").write_text(a_text, encoding="utf-8")
     (root / "b.py").write_text("from a import A, f\n\n\ndef go():\n    f(A())\n", encoding="utf-8")

@@ -64,6 +64,7 @@ class FileFacts:
     imports: set[str] = field(default_factory=set)
     # scope idx -> [resolved, external, unresolved] call sites
     counts: dict[int, list[int]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # internal errors, reported as problems
 
     @property
     def resolved(self) -> int:
@@ -428,7 +429,7 @@ class Binder:
             elif kind == "x":
                 out.add(("x", f"{base[1]}.{name}"))
             elif kind == "D" and name in _DICT_VALUE_METHODS:
-                out.add(("dv", base))
+                out.add(("dv", base, name))
         return _cap(out)
 
     def subscript(self, bases: Values, key: Expr) -> Values:
@@ -893,10 +894,10 @@ class Binder:
             elif kind == "x":
                 out |= self._external_result(v[1], call, ctx)
             elif kind == "dv":  # d.get(k), d.pop(k), d.values()
-                args = call[2]
+                args, method = call[2], v[2]
                 values = self.subscript(frozenset({v[1]}), args[0] if args else ("u",))
-                out |= values if call[1][2] != "values" else {("L", values)}
-                if call[1][2] == "get" and len(args) > 1:
+                out |= values if method != "values" else {("L", values)}
+                if method == "get" and len(args) > 1:
                     out |= self.eval(args[1], ctx)
         return _cap(out)
 
@@ -976,6 +977,9 @@ class Binder:
                     self._resolve_property_reads(path, idx, scope, facts)
             except RecursionError:  # a chain of values too long to follow: leave it unlinked
                 counts[2] += 1
+            except Exception as err:  # a binder bug must cost one scope, never the index
+                counts[2] += 1
+                facts.errors.append(f"{scope.qualname or '<module>'}: {type(err).__name__}: {err}")
             per_scope[idx] = contrib
             if not whole:
                 continue

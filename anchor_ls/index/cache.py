@@ -18,7 +18,19 @@ import platformdirs
 
 from anchor_ls import __version__
 
-SCHEMA = f"anchor-ls {__version__} cache 1"
+
+def _engine_digest() -> str:
+    """A hash of the code that produces cached data: a changed engine never trusts old rows."""
+    h = hashlib.blake2b(digest_size=8)
+    package = Path(__file__).resolve().parent.parent
+    for folder in ("syntax", "index"):
+        for source in sorted((package / folder).glob("*.py")):
+            h.update(source.name.encode())
+            h.update(source.read_bytes())
+    return h.hexdigest()
+
+
+SCHEMA = f"anchor-ls {__version__} cache 2 engine {_engine_digest()}"
 FILE_NAME = "index.sqlite3"
 
 

@@ -282,6 +282,7 @@ class Index:
             for rel, summary in self.binder.summaries.items():
                 graph.replace_file_entities(rel, factlib.entities(summary))
             for rel, summary in self.binder.summaries.items():
+                self._note_binder_errors(rel)
                 edges, sites = factlib.edges(summary, self._facts[rel], self._ids)
                 graph.replace_file_edges(rel, edges, sites)
         self.graph = graph
@@ -414,7 +415,14 @@ class Index:
                 break
         return touched
 
+    def _note_binder_errors(self, rel: str) -> None:
+        errors = self._facts[rel].errors
+        if errors:
+            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+            self._problem(rel, "internal", f"resolution failed in {errors[0]}{more}")
+
     def _apply_edges(self, rel: str) -> set[str]:
+        self._note_binder_errors(rel)
         summary = self.binder.summaries[rel]
         edges, sites = factlib.edges(summary, self._facts[rel], self._ids)
         with self.graph.lock:

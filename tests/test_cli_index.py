@@ -1,0 +1,165 @@
+"""The index commands of the CLI (index, graph, callers, callees), run as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import Index
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
+
+
+def run(*args: str, seed: str = "0") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    return subprocess.run(
+        [sys.executable, "-m", "anchor_ls", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    return root
+
+
+def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
+    repo: Path, tmp_path: Path
+) -> None:
+    first = run("graph", str(repo), "--json", "--cache", str(tmp_path / "c1"), seed="1")
+    second = run("graph", str(repo), "--json", "--cache", str(tmp_path / "c2"), seed="4242")
+    warm = run("graph", str(repo), "--json", "--cache", str(tmp_path / "c2"), seed="7")
+    assert first.returncode == second.returncode == warm.returncode == 0, first.stderr
+    assert first.stdout == second.stdout == warm.stdout
+    assert first.stderr == second.stderr == ""
+    data = json.loads(first.stdout)
+    assert list(data) == ["root", "entities", "edges"]
+    assert data["root"] == str(repo.resolve())
+    ids = [e["id"] for e in data["entities"]]
+    assert ids == sorted(ids) and len(ids) == len(set(ids))
+    edges = [(e["kind"], e["src"], e["dst"]) for e in data["edges"]]
+    assert edges == sorted(edges) and len(edges) == len(set(edges))
+    assert {e["kind"] for e in data["edges"]} == {"calls", "inherits", "imports", "contains"}
+    for entity in data["entities"]:
+        assert set(entity) == {"id", "kind", "path", "line", "end_line"}
+    index = Index(repo, use_cache=False)
+    index.build()
+    assert data == json.loads(json.dumps(index.graph.to_json()))
+
+
+def callers_of(output: str) -> list[str]:
+    return [line.split("\t")[0] for line in output.splitlines()]
+
+
+def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
+    by_suffix = run("callers", "checkout", str(repo))
+    by_id = run("callers", "pkg/service.py:checkout", str(repo))
+    assert by_suffix.returncode == by_id.returncode == 0, by_suffix.stderr
+    assert by_suffix.stdout == by_id.stdout
+    names = callers_of(by_id.stdout)
+    assert names == sorted(names)
+    assert {"pkg/service.py:quick_checkout", "pkg/service.py:CheckoutService.run"} <= set(names)
+    # Each caller is followed by the file and line of its first call.
+    service = (repo / "pkg/service.py").read_text(encoding="utf-8").splitlines()
+    for line in by_id.stdout.splitlines():
+        caller, where = line.split("\t")
+        path, _, lineno = where.rpartition(":")
+        assert caller.startswith(path + ":")
+        if path == "pkg/service.py":
+            assert "checkout(" in service[int(lineno) - 1]
+
+
+def test_callees_of_a_method_by_suffix(repo: Path) -> None:
+    done = run("callees", "CheckoutService.run", str(repo))
+    assert done.returncode == 0, done.stderr
+    names = callers_of(done.stdout)
+    assert "pkg/service.py:checkout" in names
+    assert "pkg/service.py:CheckoutService.report" in names
+
+
+def test_a_suffix_matching_several_entities_lists_each(repo: Path) -> None:
+    done = run("callers", "total", str(repo))
+    assert done.returncode == 0, done.stderr
+    groups: dict[str, list[str]] = {}
+    header = ""
+    for line in done.stdout.splitlines():
+        if line.startswith("  "):
+            groups[header].append(line.strip().split("\t")[0])
+        else:
+            header = line.removesuffix(":")
+            groups[header] = []
+    assert list(groups) == ["pkg/models.py:LineItem.total", "pkg/models.py:Order.total"]
+    assert groups["pkg/models.py:LineItem.total"] == ["pkg/models.py:Order.total"]
+    assert "pkg/service.py:checkout" in groups["pkg/models.py:Order.total"]
+
+
+def test_unknown_target_exits_1_with_a_message(repo: Path) -> None:
+    done = run("callers", "no_such_function", str(repo))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "no entity matches 'no_such_function'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_index_json_prints_stats_and_policy(repo: Path) -> None:
+    done = run("index", str(repo), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["files"] == 9
+    assert data["reparsed"] == 9 and data["from_cache"] == 0
+    assert data["entities"] > 9 and data["edges"]["calls"] > 0
+    assert data["problems"] == {}
+    assert data["policy"].startswith(("topo", "inv", "dense"))
+    index = Index(repo, use_cache=False)
+    index.build()
+    expected = index.stats().as_dict()
+    for key in ("files", "entities", "edges", "call_sites", "mean_out_degree", "hub_share"):
+        assert data[key] == expected[key], key
+    again = json.loads(run("index", str(repo), "--json").stdout)
+    assert (again["reparsed"], again["from_cache"]) == (0, 9)
+
+
+def test_index_reports_bad_files_on_stderr_and_carries_on(repo: Path) -> None:
+    (repo / "pkg" / "blob.py").write_bytes(b"\x00\x01\x02")
+    (repo / "pkg" / "oops.py").write_text("def oops(:\n    pass\n", encoding="utf-8")
+    done = run("index", str(repo))
+    assert done.returncode == 0, done.stderr
+    assert "pkg/blob.py: binary:" in done.stderr
+    assert "pkg/oops.py: syntax: missing ) at line 1, column 10" in done.stderr
+    assert "problems: 1 binary, 1 syntax" in done.stdout
+    assert "files: 10 " in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "where"),
+    [("index", "pkg/service.py"), ("graph", "missing"), ("callers", "pkg/service.py")],
+)
+def test_a_path_that_is_not_a_folder_exits_nonzero_without_a_traceback(
+    repo: Path, command: str, where: str
+) -> None:
+    target = ["checkout"] if command == "callers" else []
+    path = repo / where
+    done = run(command, *target, str(path))
+    assert done.returncode != 0
+    assert "not a folder" in done.stderr and str(path) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_cache_option_keeps_the_root_clean(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "elsewhere"
+    done = run("index", str(repo), "--cache", str(cache))
+    assert done.returncode == 0, done.stderr
+    assert (cache / "index.sqlite3").is_file()
+    assert not (repo / ".anchor-ls").exists()

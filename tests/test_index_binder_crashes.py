@@ -1,0 +1,51 @@
+"""Valid Python that once stopped a whole build with an exception from the binder.
+
+Each case is the smallest file found (by delta debugging a stdlib module) that raised;
+the build must finish and keep the file's plain facts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import CALLS, Index
+
+CASES = {
+    # http/cookiejar.py: `h = standard.get; expires = h("expires")` on a dict whose keys
+    # and values come from a loop; IndexError in Binder.call_result ("dv" branch reads the
+    # method name from the call expression, which is a plain name here).
+    "bound_dict_method": (
+        "import re\n"
+        "\n"
+        'TOKEN = re.compile("a")\n'
+        "\n"
+        "\n"
+        "def split(text):\n"
+        "    pairs = []\n"
+        "    pairs.append((TOKEN.search(text).group(1), None))\n"
+        "    return [pairs]\n"
+        "\n"
+        "\n"
+        "def load(line):\n"
+        "    for data in split(line):\n"
+        "        standard = {}\n"
+        "        for k, v in data[1:]:\n"
+        "            standard[k] = v\n"
+        "        get = standard.get\n"
+        '        domain = get("domain")\n'
+        '        return domain.startswith(".")\n',
+        ("m.py:load", "m.py:split"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_valid_code_builds(tmp_path: Path, case: str) -> None:
+    source, edge = CASES[case]
+    (tmp_path / "m.py").write_text(source, encoding="utf-8")
+    index = Index(tmp_path, use_cache=False)
+    index.build()
+    assert index.problems == {}
+    assert edge[1] in index.graph.out(CALLS, edge[0])
