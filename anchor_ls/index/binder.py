@@ -151,7 +151,11 @@ class Binder:
             scope = self.summaries[path].scopes[idx]
             for i, param in enumerate(scope.params):
                 table[param.name].append(Binding(param.name, ("P", idx, i), -1, ()))
+            scopes = self.summaries[path].scopes
             for binding in scope.bindings:
+                value = binding.value
+                if value[0] == "f" and _is_accessor_variant(scopes[value[1]], binding.name):
+                    continue  # `@x.setter def x`: reading x still gives the getter
                 table[binding.name].append(binding)
             for bindings in table.values():
                 bindings.sort(key=lambda b: b.pos)
@@ -1204,6 +1208,12 @@ class Binder:
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})
+
+
+def _is_accessor_variant(scope: Scope, name: str) -> bool:
+    return any(
+        _decorator_name(d) in (f"{name}.setter", f"{name}.deleter") for d in scope.decorators
+    )
 
 
 def _literal_items(expr: Expr) -> tuple[Expr, ...] | None:

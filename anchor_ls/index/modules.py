@@ -85,6 +85,8 @@ class ModuleTable:
 
     def submodule(self, module: str, name: str) -> str | None:
         """`name` as a submodule of a package (or namespace folder) module."""
+        if module == "__init__.py":  # the indexed folder is itself the package
+            return self.module_at(name)
         if module.endswith("/__init__.py"):
             folder = module[: -len("/__init__.py")]
         elif module.endswith("/"):

@@ -29,7 +29,7 @@ from anchor_ls.syntax.summary import FileSummary
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
-_MAX_ROUNDS = 4
+_MAX_ROUNDS = 6  # argument facts flow one call deeper per round
 _PARALLEL_MIN_FILES = 64
 
 
