@@ -108,10 +108,25 @@ class Binder:
         self.modules = ModuleTable(self.summaries, root_package)
         self.clear_caches()
 
-    def put_file(self, summary: FileSummary) -> None:
-        self.summaries[summary.path] = summary
-        self.modules.add(summary.path)
-        self.clear_caches()
+    def put_file(self, summary: FileSummary, *, same_interface: bool = False) -> None:
+        """Replace one file. When what other files can see of it is unchanged (an edit
+        inside a body), only the conclusions drawn from this file are forgotten."""
+        path = summary.path
+        self.summaries[path] = summary
+        self.modules.add(path)
+        if not same_interface:
+            self.clear_caches()
+            return
+        self._names.pop(path, None)
+        self._mutations.pop(path, None)
+        for cache in (self._outer_cache, self._lookup_cache, self._module_attr_cache):
+            for key in [k for k in cache if k[0] == path]:
+                del cache[key]
+        for cache in (self._returns, self._yields, self._mro, self._inst_attrs):
+            for key in [k for k in cache if k[0] == path]:
+                del cache[key]
+        for key in [k for k in self._instance_attr_cache if k[0][0] == path]:
+            del self._instance_attr_cache[key]
 
     def drop_file(self, relpath: str) -> None:
         self.summaries.pop(relpath, None)

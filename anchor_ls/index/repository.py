@@ -291,7 +291,7 @@ class Index:
     def update_file(self, relpath: str, text: str | bytes) -> set[str]:
         """Re-index one file from text in memory; returns the relpaths whose facts changed."""
         data = _encode_buffer(text) if isinstance(text, str) else text
-        with self.lock:
+        with self.lock, _gc_paused():
             try:
                 summary = summarize(relpath, data, limit=self.max_file_bytes)
             except UnreadableSource as err:
@@ -318,7 +318,7 @@ class Index:
             return self.update_file(relpath, data)
 
     def remove_file(self, relpath: str) -> set[str]:
-        with self.lock:
+        with self.lock, _gc_paused():
             self.problems.pop(relpath, None)
             return self._remove(relpath)
 
@@ -360,11 +360,13 @@ class Index:
         before = self._edge_files(rel)
         if old is not None and _layout(old) != _layout(summary):
             dependents |= self._forget_values_into(rel)
-        self.binder.put_file(summary)
+        self.binder.put_file(summary, same_interface=not interface_changed)
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
             self.graph.replace_file_entities(rel, factlib.entities(summary))
         changed = self._reresolve({rel} | dependents)
+        if not interface_changed:  # the same ids: other files' tags move only with edges
+            return {rel} | changed
         return {rel} | before | changed
 
     def _forget_values_into(self, rel: str) -> set[str]:
@@ -446,6 +448,8 @@ class Index:
     def _dependents(self, rel: str, interface_changed: bool) -> set[str]:
         """Files whose resolution may read rel: edges into it, and importers on a new interface."""
         out: set[str] = set()
+        if not interface_changed:  # same names, bases, signatures and returns: nothing moves
+            return out
         with self.graph.lock:
             for ent in self.graph.file_entities(rel):
                 for kind in ("calls", "inherits"):
