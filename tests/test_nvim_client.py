@@ -9,16 +9,20 @@ fixture's hand-written expected.json.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from anchor_ls.tags.policy import is_test_path
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "nvim"
@@ -39,8 +43,10 @@ def _nvim() -> str:
 
 
 def _callers_of(target: str) -> list[str]:
+    """The hand-written callers of target; calls from test code are TEST_REF, not CALLED_BY."""
     expected = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
-    return sorted({src for src, dst in expected["calls"] if dst == target})
+    callers = {src for src, dst in expected["calls"] if dst == target}
+    return sorted(c for c in callers if not is_test_path(c.partition(":")[0]))
 
 
 def _short(entity_id: str) -> str:
@@ -61,6 +67,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "ANCHOR_NVIM_FILE": str(repo / "pkg" / "service.py"),
         "ANCHOR_NVIM_DEF": "checkout",
         "ANCHOR_NVIM_OUT": str(out),
+        "ANCHOR_NVIM_EXPORT": str(work / "snapshot"),
         "ANCHOR_NVIM_TIMEOUT": "120000",
         "XDG_CONFIG_HOME": str(work / "config"),
         "XDG_DATA_HOME": str(work / "data"),
@@ -68,15 +75,24 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "XDG_CACHE_HOME": str(work / "cache"),
     }
     init = PLUGIN / "test" / "init.lua"
-    proc = subprocess.run(
+    # Its own session: whatever nvim started (the server) is ended with it.
+    nvim = subprocess.Popen(
         [_nvim(), "--headless", "--clean", "-u", str(init)],
         cwd=repo,
         env=env,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=NVIM_TIMEOUT_S,
+        start_new_session=True,
     )
+    try:
+        _, stderr = nvim.communicate(timeout=NVIM_TIMEOUT_S)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(nvim.pid, signal.SIGKILL)
+        nvim.wait()
+    proc = subprocess.CompletedProcess(nvim.args, nvim.returncode, "", stderr)
     assert out.exists(), f"nvim wrote no result (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result.get("ok"), (
@@ -108,6 +124,10 @@ def test_inlay_hint_on_the_def_line_names_every_caller(run: dict[str, Any]) -> N
     assert hint["character"] >= len(header.rstrip()), "the hint is not at the end of the header"
     for caller in callers:
         assert _short(caller) in hint["label"], (caller, hint["label"])
+    assert not any(
+        p.get("location", {}).get("uri", "").endswith("/tests/test_service.py")
+        for p in hint["parts"]
+    ), "test callers belong to TEST_REF, not to the hint"
     linked = {
         p["value"]: p["location"]["uri"] for p in hint["parts"] if p.get("location") is not None
     }
@@ -167,3 +187,22 @@ def test_materialize_edits_the_buffer_not_the_file_and_strip_restores_it(
     for caller in _callers_of(TARGET):
         assert caller in called_by, (caller, called_by)
     assert run["stripped_equals_original"] is True
+    assert run["hint_lines_after_strip"] == run["hint_lines_before"], (
+        "after materialize and strip the buffer is the original again, so are its hints"
+    )
+
+
+def test_export_writes_a_tagged_copy_into_a_new_directory(run: dict[str, Any]) -> None:
+    exported = run["exported"]
+    assert "# === CodeAnchor ===" in exported
+    assert f"# function {TARGET}" in exported
+    # Stripping the blocks gives back the original file.
+    kept, inside = [], False
+    for line in exported:
+        if line.strip() == "# === CodeAnchor ===":
+            inside = not inside
+            continue
+        if not inside:
+            kept.append(line)
+    assert kept == run["original"]
+    assert run["export_refused"] is True, "a second export into the same directory must refuse"

@@ -53,8 +53,13 @@ def ed(session: LanguageClient) -> Editor:
     return session.editor  # type: ignore[attr-defined]
 
 
-def callers_of(entity_id: str) -> list[str]:
-    return sorted(src for src, dst in expected_edges("calls") if dst == entity_id)
+def callers_of(entity_id: str, tests: bool = False) -> list[str]:
+    """Expected callers; tags (hints, lenses) list callers in test files under TEST_REF."""
+    return sorted(
+        src
+        for src, dst in expected_edges("calls")
+        if dst == entity_id and (tests or not src.startswith("tests/"))
+    )
 
 
 def short(entity_id: str) -> str:
@@ -115,11 +120,11 @@ async def test_hint_of_a_multi_line_header_sits_on_its_last_line(ed: Editor) -> 
 
 async def test_only_hints_inside_the_requested_range(ed: Editor) -> None:
     text = ed.text("pkg/service.py")
-    first = line_of(text, "def quick_checkout(")
-    hints = await ed.hints("pkg/service.py", first, first + 2)
-    assert [h.position.line for h in hints] == [first]
+    run = line_of(text, "def run(")
+    hints = await ed.hints("pkg/service.py", run - 1, run + 1)
+    assert [h.position.line for h in hints] == [run]
     everything = await ed.hints("pkg/service.py")
-    assert len(everything) > 1
+    assert len(everything) > 1 and any(h.position.line < run - 1 for h in everything)
 
 
 async def test_inheritance_hints_both_ways(ed: Editor) -> None:
@@ -191,7 +196,7 @@ async def test_call_hierarchy_incoming_with_call_sites(ed: Editor) -> None:
     incoming = await ed.client.call_hierarchy_incoming_calls_async(
         types.CallHierarchyIncomingCallsParams(items[0])
     )
-    assert sorted(c.from_.detail for c in incoming) == callers_of(CHECKOUT)
+    assert sorted(c.from_.detail for c in incoming) == callers_of(CHECKOUT, tests=True)
     for call in incoming:
         source = ed.text(call.from_.uri.split("/repo/", 1)[1])
         assert call.from_ranges

@@ -403,3 +403,9 @@ def test_check_notices_a_changed_line_end() -> None:
     tagged = tag(b"def f():\r\n    pass\r\n", {1: F}, {1: "f"})
     crlf_block_as_lf = tagged.replace(b"# function m.py:f\r\n", b"# function m.py:f\n", 1)
     assert check(crlf_block_as_lf, {5: F}, {5: "f"}) != []
+
+
+def test_no_block_between_a_misindented_decorator_and_its_def() -> None:
+    source = b"@deco\n  def f():\n    pass\n"  # does not compile; must not get worse
+    result = materialize(source, {2: F}, {2: "f"})
+    assert result.text == source

@@ -24,6 +24,9 @@ def run(tcp: tuple[str, int] | None = None) -> None:
         level=os.environ.get("ANCHOR_LS_LOG", "WARNING").upper(),
         format="anchor-ls %(levelname)s %(name)s: %(message)s",
     )
+    # Requests hand the GIL between the event loop, the readers and a busy indexer
+    # thread; a shorter switch interval keeps answers quick while an index builds.
+    sys.setswitchinterval(0.001)
     server = create_server()
     if tcp is None:
         server.start_io()

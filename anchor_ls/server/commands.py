@@ -71,21 +71,29 @@ def _targets(ls: AnchorServer, arg: dict[str, Any], command: str) -> list[Target
                 message=f"{command}: {uri} is not a Python file in an open workspace folder"
             )
         pairs = [(where[0], where[1], uri)]
+    # The editor may spell an open document's URI differently (escapes, drive letters).
+    opened_by_path = {
+        Path(path).resolve(): uri
+        for uri in ls.workspace.text_documents
+        if (path := to_fs_path(uri)) is not None
+    }
     targets = []
     for folder, relpath, file_uri in pairs:
-        opened = ls.open_text(file_uri)
+        doc_uri = opened_by_path.get(folder.root / relpath, file_uri)
+        opened = ls.open_text(doc_uri)
         text, version = opened if opened is not None else (None, None)
-        targets.append(Target(folder, relpath, file_uri, text, version))
+        targets.append(Target(folder, relpath, doc_uri, text, version))
     return targets
 
 
 def _transform(
-    targets: list[Target], strip: bool, encoding: str
+    targets: list[Target], strip: bool, encoding: str, progress: WorkProgress
 ) -> tuple[list[FileEdit], list[str]]:
     """Indexer thread: the edits for every target whose text would change, and skipped files."""
     edits: list[FileEdit] = []
     skipped: list[str] = []
-    for t in targets:
+    for done, t in enumerate(targets, 1):
+        progress.report(done, len(targets), f"{done}/{len(targets)} files · {t.relpath}")
         if t.buffer is not None:
             enc = _python_codec(declared_encoding(t.buffer.encode("utf-8", "surrogatepass")))
             old_text = t.buffer
@@ -150,7 +158,13 @@ async def _edit_files(ls: AnchorServer, args: tuple[Any, ...], strip: bool) -> d
         ls.tell_user(f"{command}: the index is still being built; try again when it is ready")
         return {"applied": False, "reason": "indexing"}
     await ls.flush_all(t.uri for t in targets if t.buffer is not None)
-    edits, skipped = await ls.mutate(_transform, targets, strip, ls.encoding)
+    progress = WorkProgress(ls, f"anchor-ls: {'Stripping' if strip else 'Materializing'} tags")
+    if len(targets) > 1:
+        await progress.begin(f"{len(targets)} files")
+    try:
+        edits, skipped = await ls.mutate(_transform, targets, strip, ls.encoding, progress)
+    finally:
+        progress.end(f"{len(targets)} files read")
     for problem in skipped:
         ls.log_to_client(f"{command}: skipped {problem}", types.MessageType.Warning)
     moved = [t.uri for t in targets if t.buffer is not None and _version(ls, t.uri) != t.version]

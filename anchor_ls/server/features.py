@@ -74,13 +74,15 @@ def _related(ls: AnchorServer, item: Any, which: str) -> list:
         return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
 
 
-def _hints(ls: AnchorServer, uri: str, rng: types.Range) -> JsonList:
+def _hints(ls: AnchorServer, uri: str, rng: types.Range, compute: bool = True) -> JsonList | None:
+    """Hints in a range; with compute False, None unless they are remembered."""
     where = ls.locate(uri)
     if where is None or not ls.settings.inlay_hints:
         return JsonList()
     folder, relpath = where
     lines = (rng.start.line, rng.end.line)
-    return inlay_hints(folder, relpath, ls.settings, ls.encoding, lines, _lazy_tooltips(ls))
+    lazy = _lazy_tooltips(ls)
+    return inlay_hints(folder, relpath, ls.settings, ls.encoding, lines, lazy, compute)
 
 
 def _lazy_tooltips(ls: AnchorServer) -> bool:
@@ -127,9 +129,14 @@ async def _settled(ls: AnchorServer, uri: str) -> None:
 def register(ls: AnchorServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))
     async def inlay_hint(ls: AnchorServer, params: types.InlayHintParams) -> JsonList:
-        # JSON-ready dicts, not lsprotocol objects: this answer is the hot path.
-        await _settled(ls, params.text_document.uri)
-        return await ls.read(_hints, ls, params.text_document.uri, params.range)
+        # JSON-ready dicts, not lsprotocol objects: this answer is the hot path. Remembered
+        # hints are answered here; computing new ones goes to the reader pool.
+        uri = params.text_document.uri
+        await _settled(ls, uri)
+        remembered = _hints(ls, uri, params.range, compute=False)
+        if remembered is not None:
+            return remembered
+        return await ls.read(_hints, ls, uri, params.range)
 
     @ls.feature(types.INLAY_HINT_RESOLVE)
     async def inlay_hint_resolve(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint:

@@ -1,11 +1,11 @@
-"""How the editor shows each tag field (the graph meaning is the tag layer's FIELD_SPECS)."""
+"""How the editor shows each tag field; what a field holds is the tag layer's business."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from anchor_ls.index import Graph
-from anchor_ls.tags.policy import FIELD_SPECS
+from anchor_ls.tags.policy import FIELD_SPECS, ResolvedPolicy, fields_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,21 +37,17 @@ def look(field: str) -> FieldLook:
     return FieldLook(f"{noun}:", noun, noun)
 
 
-def related(graph: Graph, field: str, entity_id: str) -> list[str]:
-    """Every id on the other end of a field, uncapped (sorted)."""
-    spec = FIELD_SPECS.get(field)
-    if spec is None:
+def related(graph: Graph, policy: ResolvedPolicy, field: str, entity_id: str) -> list[str]:
+    """Every id in one field of an entity, uncapped, by the tag layer's rules.
+
+    The tag layer decides what a field holds (test callers are TEST_REF, not CALLED_BY,
+    an implied PARENT is left out...), so tooltips and lens counts ask it, with the cap off
+    and only that field, and show what hints and materialized tags show.
+    """
+    if field not in FIELD_SPECS:
         return []
-    return graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
-
-
-def degree(graph: Graph, field: str, entity_id: str) -> int:
-    spec = FIELD_SPECS.get(field)
-    if spec is None:
-        return 0
-    if spec.forward:
-        return graph.out_degree(spec.kind, entity_id)
-    return graph.in_degree(spec.kind, entity_id)
+    found = fields_for(graph, entity_id, replace(policy, fields=(field,), max_items=0))
+    return list(found[0].entries) if found else []
 
 
 def short_name(entry: str) -> str:

@@ -15,7 +15,7 @@ from anchor_ls.server.folders import Folder
 from anchor_ls.server.positions import LineTable, bytes_to_units
 from anchor_ls.server.protocol import JsonList
 from anchor_ls.server.settings import Settings
-from anchor_ls.tags.policy import TagField, fields_for
+from anchor_ls.tags.policy import ResolvedPolicy, TagField, fields_for
 
 DEF_KINDS = frozenset({"class", "function", "method"})
 TOOLTIP_ITEMS = 60
@@ -73,11 +73,13 @@ def header_line(table: LineTable, entity: Entity) -> int:
     return first
 
 
-def tooltip(graph: Graph, entity: Entity, fields: list[str]) -> dict[str, str]:
+def tooltip(
+    graph: Graph, policy: ResolvedPolicy, entity: Entity, fields: list[str]
+) -> dict[str, str]:
     """Markdown with the full lists behind a hint (the label is capped, this at TOOLTIP_ITEMS)."""
     parts = [f"**{entity.kind} `{entity.id}`**"]
     for name in fields:
-        items = related(graph, name, entity.id)
+        items = related(graph, policy, name, entity.id)
         if not items:
             continue
         listed = "\n".join(f"- `{item}`" for item in items[:TOOLTIP_ITEMS])
@@ -142,7 +144,7 @@ def file_hints(
             if lazy:
                 hint["data"] = {"uri": view.uri, "id": entity.id}
             else:
-                hint["tooltip"] = tooltip(graph, entity, [f.name for f in shown])
+                hint["tooltip"] = tooltip(graph, policy, entity, [f.name for f in shown])
             hints.append((row, hint))
     return hints
 
@@ -154,10 +156,19 @@ def inlay_hints(
     encoding: str,
     lines: tuple[int, int],
     lazy: bool,
-) -> JsonList:
-    """The hints of relpath whose header ends within lines (first, last), both included."""
+    compute: bool = True,
+) -> JsonList | None:
+    """The hints of relpath whose header ends within lines (first, last), both included.
+
+    With compute False: only what is remembered for this file, else None.
+    """
     key = ("hints", relpath, settings.hint_fields, encoding, lazy)
-    every = folder.memo(key, lambda: file_hints(folder, relpath, settings, encoding, lazy))
+    if compute:
+        every = folder.memo(key, lambda: file_hints(folder, relpath, settings, encoding, lazy))
+    else:
+        every = folder.remembered(key)
+        if every is None:
+            return None
     first, last = lines
     return JsonList(hint for row, hint in every if first <= row <= last)
 
@@ -173,4 +184,4 @@ def resolve_tooltip(folder: Folder, entity_id: str, settings: Settings) -> dict[
         shown = [
             f.name for f in fields_for(graph, entity_id, policy) if f.name in settings.hint_fields
         ]
-        return tooltip(graph, entity, shown)
+        return tooltip(graph, policy, entity, shown)

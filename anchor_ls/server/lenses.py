@@ -11,13 +11,14 @@ from typing import Any
 from lsprotocol import types
 
 from anchor_ls.index import Entity, Graph
-from anchor_ls.server.fields import degree, look, related
+from anchor_ls.server.fields import look, related
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hints import DEF_KINDS
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.settings import Settings
 
 SHOW_LOCATIONS = "anchor.showLocations"
+CALLER_FIELDS = frozenset({"CALLED_BY", "TEST_REF"})
 
 
 def title(field: str, count: int) -> str:
@@ -27,8 +28,8 @@ def title(field: str, count: int) -> str:
 
 def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> list[types.CodeLens]:
     """Unresolved lenses (range and data) for every field with a non-zero count."""
-    graph = folder.graph
-    if graph is None:
+    graph, policy = folder.graph, folder.policy
+    if graph is None or policy is None:
         return []
     lenses: list[types.CodeLens] = []
     with graph.lock:
@@ -38,21 +39,21 @@ def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> l
             line = entity.start_line - 1
             at = types.Range(types.Position(line, 0), types.Position(line, 0))
             for field in settings.lens_fields:
-                if degree(graph, field, entity.id):
+                if related(graph, policy, field, entity.id):
                     lenses.append(
                         types.CodeLens(range=at, data={"uri": uri, "id": entity.id, "field": field})
                     )
     return lenses
 
 
-def _locations(graph: Graph, field: str, entity: Entity, where: Locator) -> list[types.Location]:
-    """Call sites for callers; the definitions of everything else."""
+def _locations(graph: Graph, field: str, ids: list[str], entity: Entity, where: Locator) -> list:
+    """Call sites for callers (and calling tests); the definitions of everything else."""
     found: list[types.Location] = []
-    for other_id in related(graph, field, entity.id):
+    for other_id in ids:
         other = graph.entity(other_id)
         if other is None:
             continue
-        sites = graph.sites(other_id, entity.id) if field == "CALLED_BY" else []
+        sites = graph.sites(other_id, entity.id) if field in CALLER_FIELDS else []
         if sites:
             uri = where.uri(other.path)
             found.extend(types.Location(uri, where.range(other.path, s)) for s in sites)
@@ -76,9 +77,14 @@ def _plain(location: types.Location) -> dict[str, Any]:
 def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.CodeLens:
     """Fill in the title and the showLocations command of a lens made by code_lenses."""
     data = lens.data if isinstance(lens.data, dict) else {}
-    graph = folder.graph
+    graph, policy = folder.graph, folder.policy
     entity_id, field, uri = data.get("id"), data.get("field"), data.get("uri")
-    if graph is None or not isinstance(entity_id, str) or not isinstance(field, str):
+    if (
+        graph is None
+        or policy is None
+        or not isinstance(entity_id, str)
+        or not isinstance(field, str)
+    ):
         lens.command = types.Command(title="(not indexed)", command="")
         return lens
     with graph.lock:
@@ -87,11 +93,11 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
             lens.command = types.Command(title="(no longer indexed)", command="")
             return lens
         where = Locator(folder, encoding)
-        count = degree(graph, field, entity_id)
-        locations = [_plain(loc) for loc in _locations(graph, field, entity, where)]
+        ids = related(graph, policy, field, entity_id)
+        locations = [_plain(loc) for loc in _locations(graph, field, ids, entity, where)]
         position = where.name_location(entity).range.start
     lens.command = types.Command(
-        title=title(field, count),
+        title=title(field, len(ids)),
         command=SHOW_LOCATIONS,
         arguments=[
             uri,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from lsprotocol import types
-from pygls.uris import from_fs_path
 
 from anchor_ls.index import Entity, Span
 from anchor_ls.server.folders import Folder
@@ -26,7 +27,7 @@ class Locator:
 
     def uri(self, relpath: str) -> str:
         view = self.folder.view(relpath)
-        return view.uri if view is not None else from_fs_path(str(self.folder.root / relpath)) or ""
+        return view.uri if view is not None else f"{self.folder.root_uri}/{quote(relpath)}"
 
     def range(self, relpath: str, span: Span) -> types.Range:
         view = self.folder.view(relpath)

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from anchor_ls.index import Span
-
 UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value
 UTF32 = types.PositionEncodingKind.Utf32.value
@@ -79,19 +77,6 @@ class LineTable:
         if not 0 <= line < len(self.lines):
             return b""
         return self.lines[line].rstrip(b"\r")
-
-    def position(self, line: int, byte_col: int, encoding: str) -> types.Position:
-        return types.Position(line=max(line, 0), character=self._col(line, byte_col, encoding))
-
-    def _col(self, line: int, byte_col: int, encoding: str) -> int:
-        return bytes_to_units(self.line(line), byte_col, encoding)
-
-    def range(self, span: Span, encoding: str) -> types.Range:
-        """A (line, byte col, end line, end byte col) span as a client range."""
-        sl, sc, el, ec = span
-        return types.Range(
-            start=self.position(sl, sc, encoding), end=self.position(el, ec, encoding)
-        )
 
     def line_end(self, line: int, encoding: str) -> types.Position:
         """The position just after the last character of `line`."""

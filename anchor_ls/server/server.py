@@ -201,6 +201,12 @@ class AnchorServer(LanguageServer):
             folder, relpath = where
             changed = await self.mutate(_apply_buffer, folder, relpath, text)
             self.changed(changed)
+        except Exception as exc:  # the index failed on this text: say so, keep serving
+            log.exception("re-indexing %s failed", uri)
+            self.log_to_client(
+                f"anchor-ls: re-indexing {uri} failed: {type(exc).__name__}: {exc}",
+                types.MessageType.Error,
+            )
         finally:
             self._settle(uri)
 

@@ -7,10 +7,8 @@ that file (the cache is keyed by the identity of the indexed source).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-from pygls.uris import from_fs_path
+from urllib.parse import quote
 
 from anchor_ls.index import Entity, Span
 from anchor_ls.server.positions import UTF8, LineTable, bytes_to_units
@@ -35,9 +33,9 @@ def json_range(sl: int, sc: int, el: int, ec: int) -> JsonRange:
 class SourceView:
     __slots__ = ("_names", "_table", "ascii", "source", "uri")
 
-    def __init__(self, root: Path, relpath: str, source: bytes) -> None:
+    def __init__(self, root_uri: str, relpath: str, source: bytes) -> None:
         self.source = source
-        self.uri = from_fs_path(str(root / relpath)) or ""
+        self.uri = f"{root_uri}/{quote(relpath)}"  # what pygls' from_fs_path gives, cheaper
         # Byte columns are code units in every encoding when the text is ASCII.
         self.ascii = source.isascii()
         self._table: LineTable | None = None

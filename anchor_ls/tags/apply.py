@@ -6,7 +6,6 @@ checking that the file still holds the bytes that were indexed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -112,7 +111,7 @@ def file_blocks(
             if ent.kind not in TAGGED_KINDS:
                 continue
             key = text.MODULE if ent.kind == "module" else ent.line
-            if key in blocks or (key == text.MODULE and ent.kind != "module"):
+            if key in blocks:  # two entities on one line: the first (outermost) wins
                 continue
             tags = fields_for(graph, ent.id, policy)
             if not tags:
@@ -150,10 +149,6 @@ def check_file(
 # ----- trees ----------------------------------------------------------------
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _read_indexed(index: IndexLike, relpath: str, report: Report) -> bytes | None:
     """The file's bytes on disk when they are still the indexed ones; else report and None."""
     path = index.root / relpath
@@ -168,7 +163,7 @@ def _read_indexed(index: IndexLike, relpath: str, report: Report) -> bytes | Non
     except OSError as err:
         report.problem(relpath, 0, f"unreadable: {err.strerror or err}")
         return None
-    if _digest(data) != _digest(indexed):
+    if data != indexed:
         report.problem(relpath, 0, "changed since it was indexed; skipped (index again)")
         return None
     return data
@@ -345,7 +340,7 @@ def _export_python(
 ) -> None:
     data = path.read_bytes()
     indexed = index.source(relpath)
-    if indexed is None or _digest(indexed) != _digest(data):
+    if indexed is None or indexed != data:
         report.problem(relpath, 0, "changed since it was indexed; copied untagged")
         new = data
     else:

@@ -2,13 +2,24 @@
 
 `fields_for` is shared by the materialized comments and the editor's inlay hints and
 lenses, so both show the same facts; it costs O(degree) per field.
+
+Two rules keep tags about what a reader cannot already see:
+- PARENT is left out when it is the entity id's own prefix (`pkg/m.py:A` for
+  `pkg/m.py:A.run`): the header line already names it.
+- Calls between test code and the code under test are not CALLS/CALLED_BY but
+  TEST_REF ("tests that exercise me", a dense field, as in the study), so a helper
+  called from hundreds of tests does not list them in every policy.
+  Test code: files under a test/tests/testing folder, test_*.py, *_test.py,
+  tests.py and conftest.py.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph
+from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph, path_of
 
 DEFAULT_MAX_ITEMS = 8
 POLICIES = ("auto", "topo", "inv", "dense")
@@ -134,15 +145,50 @@ def cap(ids: list[str], max_items: int) -> tuple[tuple[str, ...], int]:
     return tuple(ids), 0
 
 
+_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|testing|[^/]*_tests?)/")
+_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|tests|conftest)\.pyi?$")
+
+
+@lru_cache(maxsize=65536)
+def is_test_path(relpath: str) -> bool:
+    """Whether a file is test code (by the usual pytest/unittest layout conventions)."""
+    return bool(_TEST_DIR.search(relpath) or _TEST_FILE.search(relpath))
+
+
+def implied_parent(entity_id: str) -> str | None:
+    """The parent an id names by itself: `pkg/m.py:A` for `pkg/m.py:A.run`, `pkg/m.py` for f."""
+    path, sep, qualname = entity_id.partition(":")
+    if not sep:
+        return None
+    head, dot, _ = qualname.rpartition(".")
+    return f"{path}:{head}" if dot else path
+
+
+def _related(graph: Graph, name: str, entity_id: str, in_tests: bool) -> list[str]:
+    spec = FIELD_SPECS[name]
+    if name == "TEST_REF":
+        ids = set(graph.into(spec.kind, entity_id))
+        if not in_tests:
+            ids.update(c for c in graph.into(CALLS, entity_id) if is_test_path(path_of(c)))
+        return sorted(ids)
+    ids = graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
+    if spec.kind == CALLS:
+        ids = [i for i in ids if is_test_path(path_of(i)) == in_tests]
+    elif name == "PARENT":
+        implied = implied_parent(entity_id)
+        ids = [i for i in ids if i != implied]
+    return ids
+
+
 def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[TagField]:
     """The non-empty fields of one entity, in the policy's order, entries sorted and capped.
 
     Callers that need a consistent view hold `graph.lock`.
     """
+    in_tests = is_test_path(path_of(entity_id))
     found: list[TagField] = []
     for name in policy.fields:
-        spec = FIELD_SPECS[name]
-        ids = graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
+        ids = _related(graph, name, entity_id, in_tests)
         if not ids:
             continue
         entries, more = cap(ids, policy.max_items)

@@ -244,8 +244,10 @@ def definition_anchor(lay: Layout, def_index: int, name: str | None) -> int | No
             continue
         line = lay.text[i]
         d = _DEF_START.match(line)
-        if d is None or not d.group(1) or _indent_text(line) != indent:
+        if d is None or not d.group(1):
             break
+        if _indent_text(line) != indent:  # broken code: never put a block between decorators
+            return None
         anchor = i
         i -= 1
     return anchor

@@ -360,7 +360,7 @@ def check(
         if stripped.blocks:
             findings.append((0, f"cannot check tags: {err}"))
         return findings
-    findings.extend(plan.problems)
+    # plan.problems (a block that can never be written) are not staleness: materialize reports them.
     src = split_lines(source)
     eol = plan.src.eol
     present: dict[int, list[tuple[Block, tuple[bytes, ...]]]] = {}

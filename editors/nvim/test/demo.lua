@@ -52,6 +52,7 @@ vim.api.nvim_create_autocmd('VimEnter', {
       vim.defer_fn(function()
         vim.cmd('wincmd p')
         vim.cmd('normal! zt')
+        vim.cmd('exe "normal! 3\\<C-y>"')
         vim.cmd('redraw!')
         vim.fn.writefile({ 'ready' }, vim.env.ANCHOR_NVIM_READY)
       end, 800)

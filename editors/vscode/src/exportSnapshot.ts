@@ -42,6 +42,13 @@ export async function exportSnapshot(run: (out: string) => Promise<unknown>): Pr
   if (result === undefined || (result as { ok?: boolean } | null)?.ok === false) {
     return; // the server has told the user why
   }
+  const problems = exportProblems(result);
+  if (problems.length > 0) {
+    void vscode.window.showWarningMessage(
+      `anchor-ls: export of ${folder.name}: ${problems.slice(0, 5).join("; ")}` +
+        (problems.length > 5 ? ` (+${problems.length - 5} more)` : "")
+    );
+  }
   const pick = await vscode.window.showInformationMessage(
     `anchor-ls: tagged snapshot written to ${out}`,
     "Open in New Window"
@@ -49,6 +56,16 @@ export async function exportSnapshot(run: (out: string) => Promise<unknown>): Pr
   if (pick) {
     await vscode.commands.executeCommand("vscode.openFolder", vscode.Uri.file(out), true);
   }
+}
+
+/** The server's per-file notes ("changed since it was indexed; copied untagged", …). */
+function exportProblems(result: unknown): string[] {
+  const exports = (result as { exports?: { problems?: unknown[] }[] } | null)?.exports ?? [];
+  return exports.flatMap((e) =>
+    (Array.isArray(e.problems) ? e.problems : []).map((p) =>
+      typeof p === "string" ? p : JSON.stringify(p)
+    )
+  );
 }
 
 function freshName(parent: string, base: string): string {

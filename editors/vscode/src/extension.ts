@@ -83,11 +83,12 @@ async function doStart(): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.[0];
   const interpreter = await resolveInterpreter(folder, output);
   output.appendLine(`anchor-ls: interpreter ${interpreter.command} (from ${interpreter.source})`);
-  const problem = await checkServerInstalled(interpreter);
+  // The same cwd as the server's, so that `-c` imports what `-m` will.
+  const problem = await checkServerInstalled(interpreter, folder?.uri.fsPath);
   if (problem) {
     status.failed(problem.short);
     output.appendLine(problem.message);
-    void explainStartFailure(interpreter, problem.message);
+    void explainStartFailure(interpreter, problem.message, true);
     return;
   }
 
@@ -104,6 +105,16 @@ async function doStart(): Promise<void> {
     },
     initializationOptions: { [SECTION]: serverSettings(folder?.uri) },
     middleware: {
+      // After a settings change the server re-renders and asks for a refresh; the next
+      // hints or lenses are the moment its policy is settled.
+      provideCodeLenses: (document, token, next) => {
+        policyAfterRefresh();
+        return next(document, token);
+      },
+      provideInlayHints: (document, range, token, next) => {
+        policyAfterRefresh();
+        return next(document, range, token);
+      },
       workspace: {
         // Answer workspace/configuration for our section with the server's keys only
         // (interpreter and trace are the client's business).
@@ -156,10 +167,28 @@ async function pushSettings(): Promise<void> {
     return;
   }
   const folder = vscode.workspace.workspaceFolders?.[0];
+  settingsChanged = true;
   await c.sendNotification(DidChangeConfigurationNotification.type, {
     settings: { [SECTION]: serverSettings(folder?.uri) },
   });
-  await refreshPolicy();
+  setTimeout(() => policyAfterRefresh(), 3000); // in case no editor shows hints or lenses
+}
+
+let settingsChanged = false;
+let policyTimer: NodeJS.Timeout | undefined;
+
+function policyAfterRefresh(): void {
+  if (!settingsChanged) {
+    return;
+  }
+  if (policyTimer) {
+    clearTimeout(policyTimer);
+  }
+  policyTimer = setTimeout(() => {
+    policyTimer = undefined;
+    settingsChanged = false;
+    void refreshPolicy();
+  }, 300);
 }
 
 async function stop(): Promise<void> {
@@ -308,12 +337,19 @@ async function showLocations(uri: unknown, position: unknown, locations: unknown
   await vscode.commands.executeCommand("editor.action.showReferences", target, pos, locs);
 }
 
-async function explainStartFailure(interpreter: Interpreter, detail: string): Promise<void> {
+async function explainStartFailure(
+  interpreter: Interpreter,
+  detail: string,
+  complete = false
+): Promise<void> {
   const install = `${interpreter.display} -m pip install anchor-ls`;
+  const message = complete
+    ? detail
+    : `anchor-ls could not start with ${interpreter.display}: ${detail.replace(/\.$/, "")}. ` +
+      `Check that anchor-ls is installed there (${install}) or set "anchorLs.interpreter" ` +
+      `to a Python that has it, then run "anchor-ls: Restart Server".`;
   const pick = await vscode.window.showErrorMessage(
-    `anchor-ls could not start with ${interpreter.display}: ${detail}. ` +
-      `Install it into that interpreter (${install}) or set "anchorLs.interpreter" ` +
-      `to a Python that has it, then run "anchor-ls: Restart Server".`,
+    message,
     "Open Settings",
     "Copy Install Command",
     "Show Log"

@@ -94,12 +94,15 @@ const PROBE = [
 ].join("\n");
 
 /** Undefined when `<interpreter> -m anchor_ls` can run, else what is wrong and how to fix it. */
-export function checkServerInstalled(interpreter: Interpreter): Promise<StartProblem | undefined> {
+export function checkServerInstalled(
+  interpreter: Interpreter,
+  cwd?: string
+): Promise<StartProblem | undefined> {
   return new Promise((resolve) => {
     cp.execFile(
       interpreter.command,
       [...interpreter.args, "-c", PROBE],
-      { timeout: 30000 },
+      { timeout: 30000, cwd },
       (error, stdout, stderr) => {
         if (!error) {
           resolve(undefined);
@@ -114,12 +117,12 @@ export function checkServerInstalled(interpreter: Interpreter): Promise<StartPro
           });
         } else if ((error as any).code === 3) {
           resolve({
-            short: "anchor-ls not installed",
+            short: "not installed",
             message: `anchor-ls is not installed in ${interpreter.display}. Run "${interpreter.display} -m pip install anchor-ls" or set "anchorLs.interpreter" to a Python that has it, then run "anchor-ls: Restart Server".`,
           });
         } else {
           resolve({
-            short: "anchor-ls broken",
+            short: "import failed",
             message: `anchor-ls cannot be imported in ${interpreter.display}: ${text || error.message}. Reinstall it there ("${interpreter.display} -m pip install --force-reinstall anchor-ls").`,
           });
         }

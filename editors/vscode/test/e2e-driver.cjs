@@ -65,7 +65,8 @@ async function run(page) {
       const line = lines.find((l) => /^\s*def checkout\(/.test((l.textContent || "").replace(/\u00a0/g, " ")));
       return line ? line.textContent.replace(/\u00a0/g, " ") : null;
     },
-    (text) => text && CALLERS.some((c) => text.split(":").slice(1).join(":").includes(c))
+    // Every caller, after the header's colon (the hint may first show a partial index).
+    (text) => text && CALLERS.every((c) => text.split(":").slice(1).join(":").includes(c))
   );
   const hintText = await page.evaluate(() => {
     const parts = [...document.querySelectorAll(".monaco-editor .view-line")]
@@ -208,6 +209,64 @@ async function run(page) {
     30_000
   );
   log("tag blocks stripped");
+
+  step = "Export Tagged Snapshot… writes a tagged copy into a new folder";
+  const parent = path.join(RUN, "exports");
+  fs.mkdirSync(parent, { recursive: true });
+  await runCommand(page, "anchor-ls: Export Tagged Snapshot…");
+  // code-server's folder picker is VS Code's simple file dialog: a path in a quick input.
+  const dialog = page.locator(".quick-input-widget input");
+  await dialog.waitFor({ state: "visible" });
+  await dialog.fill(parent + "/");
+  await page.waitForTimeout(500);
+  await page.keyboard.press("Enter");
+  const nameBox = page.locator(".quick-input-widget input");
+  await waitFor(page, () => {
+    const t = document.querySelector(".quick-input-widget .quick-input-title");
+    return t ? t.textContent : null;
+  }, (t) => t && t.includes("Name of the new snapshot folder"), 30_000);
+  const snapshotName = await nameBox.inputValue();
+  await page.keyboard.press("Enter");
+  const snapshot = path.join(parent, snapshotName);
+  const exported = await waitForFile(path.join(snapshot, "pkg", "service.py"), 60_000);
+  if (!exported.includes("=== CodeAnchor ===") || !exported.includes("# function pkg/service.py:checkout")) {
+    throw new Error(`the exported service.py has no tag block for checkout:\n${exported.slice(0, 400)}`);
+  }
+  const original = fs.readFileSync(path.join(process.env.E2E_WS, "pkg", "service.py"), "utf8");
+  if (original.includes("=== CodeAnchor ===")) {
+    throw new Error("the export changed the workspace file");
+  }
+  log(`exported to ${snapshot} (service.py tagged, workspace untouched)`);
+
+  step = "an interpreter without anchor-ls gets a clear message with the fix";
+  const bare = process.env.E2E_BARE_PYTHON;
+  await editUserSettings(page, { ...userSettings, "anchorLs.interpreter": bare });
+  const toast = await waitFor(
+    page,
+    () =>
+      [...document.querySelectorAll(".notification-list-item-message")]
+        .map((e) => (e.textContent || "").replace(/\u00a0/g, " "))
+        .find((t) => t.includes("not installed")) || null,
+    (t) => !!t,
+    60_000
+  );
+  log(`notification: ${JSON.stringify(toast)}`);
+  if (!toast.includes(bare) || !toast.includes("pip install anchor-ls") || !toast.includes("anchorLs.interpreter")) {
+    throw new Error(`the message should name ${bare}, the install command and the setting: ${toast}`);
+  }
+  const failedStatus = await waitFor(
+    page,
+    () => {
+      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
+        (e.textContent || "").includes("anchor-ls")
+      );
+      return item ? (item.textContent || "").trim() : null;
+    },
+    (t) => t && t.includes("not installed"),
+    30_000
+  );
+  log(`status bar: ${JSON.stringify(failedStatus)}`);
+  await page.screenshot({ path: SHOT.replace(/\.png$/, "") + "-not-installed.png" });
 }
 
 async function openFile(page, name, dirHint) {
@@ -236,11 +295,27 @@ async function editUserSettings(page, settings) {
   await page.locator(".monaco-editor .view-lines").first().click();
   await page.keyboard.press("Control+A");
   await page.keyboard.press("Delete");
-  await page.keyboard.insertText(JSON.stringify(settings, null, 2));
+  await page.keyboard.insertText(JSON.stringify(settings)); // one line: no auto-indent or auto-close
   await page.keyboard.press("Control+S");
   await page
     .locator(".tabs-container .tab.active:not(.dirty)", { hasText: "settings.json" })
     .waitFor({ timeout: 30_000 });
+  // The saved file must be exactly what was typed (strict JSON, no editor additions).
+  const file = path.join(RUN, "data", "User", "settings.json");
+  const end = Date.now() + 30_000;
+  let text = "";
+  while (Date.now() < end) {
+    text = fs.readFileSync(file, "utf8");
+    try {
+      if (JSON.stringify(JSON.parse(text)) === JSON.stringify(settings)) {
+        return;
+      }
+    } catch {
+      // not saved yet, or not JSON
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`settings.json was not saved as typed: ${text}`);
 }
 
 async function runCommand(page, title) {
@@ -250,6 +325,17 @@ async function runCommand(page, title) {
   await input.fill(`>${title}`);
   await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor();
   await page.keyboard.press("Enter");
+}
+
+async function waitForFile(file, timeout) {
+  const end = Date.now() + timeout;
+  while (Date.now() < end) {
+    if (fs.existsSync(file)) {
+      return fs.readFileSync(file, "utf8");
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${file} did not appear`);
 }
 
 /** Poll a page function until `ok(value)`; the last value goes into the error. */

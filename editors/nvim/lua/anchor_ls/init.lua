@@ -118,6 +118,16 @@ function M.export(dir, on_result)
   return M.execute('anchor.export', { { out = out } }, function(err, result)
     if not err and type(result) == 'table' and result.ok then
       notify('tagged snapshot written to ' .. out)
+      for _, e in ipairs(type(result.exports) == 'table' and result.exports or {}) do
+        local problems = type(e.problems) == 'table' and e.problems or {}
+        if #problems > 0 then
+          local lines = {}
+          for _, p in ipairs(problems) do
+            table.insert(lines, type(p) == 'string' and p or vim.json.encode(p))
+          end
+          notify('export of ' .. tostring(e.root) .. ': ' .. table.concat(lines, '; '), vim.log.levels.WARN)
+        end
+      end
     end
     if on_result then
       on_result(err, result)

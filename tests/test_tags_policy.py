@@ -1,0 +1,221 @@
+"""Tag policies (the study's auto rule), fields_for on hand-built graphs, block rendering."""
+
+from __future__ import annotations
+
+import pytest
+
+from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Edge, Entity, Graph
+from anchor_ls.tags.policy import (
+    INV_FIELDS,
+    TOPO_FIELDS,
+    PolicyError,
+    TagField,
+    fields_for,
+    is_test_path,
+    resolve_policy,
+)
+from anchor_ls.tags.render import block_lines
+
+
+def ent(ident: str, kind: str, line: int = 1) -> Entity:
+    path, _, qual = ident.partition(":")
+    name = qual.rpartition(".")[2] if qual else path
+    return Entity(ident, kind, path, name, line, line + 1, line, (line - 1, 0, line - 1, 1))
+
+
+def graph(entities: list[Entity], edges: list[tuple[str, str, str]]) -> Graph:
+    g = Graph("/repo")
+    by_file: dict[str, list[Entity]] = {}
+    for e in entities:
+        by_file.setdefault(e.path, []).append(e)
+    for path, ents in by_file.items():
+        g.replace_file_entities(path, ents)
+    by_src: dict[str, set[Edge]] = {}
+    for kind, src, dst in edges:
+        by_src.setdefault(src.partition(":")[0], set()).add(Edge(kind, src, dst))
+    for path, es in by_src.items():
+        g.replace_file_edges(path, es, {})
+    return g
+
+
+@pytest.fixture
+def g() -> Graph:
+    ents = [
+        ent("pkg/a.py", "module"),
+        ent("pkg/a.py:Base", "class", 3),
+        ent("pkg/a.py:Base.run", "method", 5),
+        ent("pkg/a.py:helper", "function", 9),
+        ent("pkg/b.py", "module"),
+        ent("pkg/b.py:Child", "class", 3),
+        ent("pkg/b.py:main", "function", 8),
+        ent("tests/test_a.py", "module"),
+        ent("tests/test_a.py:test_helper", "function", 3),
+    ]
+    edges = [
+        (CONTAINS, "pkg/a.py", "pkg/a.py:Base"),
+        (CONTAINS, "pkg/a.py", "pkg/a.py:helper"),
+        (CONTAINS, "pkg/a.py:Base", "pkg/a.py:Base.run"),
+        (CONTAINS, "pkg/b.py", "pkg/b.py:Child"),
+        (CONTAINS, "pkg/b.py", "pkg/b.py:main"),
+        (IMPORTS, "pkg/b.py", "pkg/a.py"),
+        (INHERITS, "pkg/b.py:Child", "pkg/a.py:Base"),
+        (CALLS, "pkg/a.py:Base.run", "pkg/a.py:helper"),
+        (CALLS, "pkg/b.py:main", "pkg/a.py:helper"),
+        (CALLS, "pkg/b.py:main", "pkg/b.py:Child"),
+        (CALLS, "tests/test_a.py:test_helper", "pkg/a.py:helper"),
+        ("const_ref", "pkg/a.py:helper", "pkg/a.py:LIMIT"),
+        ("env_var", "pkg/a.py:helper", "env:HOME"),
+        ("references", "pkg/b.py:main", "pkg/a.py:helper"),
+    ]
+    return graph(ents, edges)
+
+
+# ----- resolve_policy -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mean", "name", "cap"),
+    [
+        (0.0, "topo", 8),
+        (4.99, "topo", 8),
+        (5.0, "topo", 4),
+        (8.0, "topo", 4),
+        (8.01, "inv", 8),
+        (20.0, "inv", 8),
+    ],
+)
+def test_auto_follows_the_study_rule(mean: float, name: str, cap: int) -> None:
+    policy = resolve_policy("auto", mean, 8)
+    assert (policy.name, policy.max_items) == (name, cap)
+    assert policy.fields == (TOPO_FIELDS if name == "topo" else INV_FIELDS)
+    assert f"{mean:.2f}" in policy.reason
+
+
+def test_the_tighter_cap_is_half_but_at_least_three_and_never_looser() -> None:
+    assert resolve_policy("auto", 6, 4).max_items == 3
+    assert resolve_policy("auto", 6, 2).max_items == 2
+    assert resolve_policy("auto", 6, 20).max_items == 10
+    assert resolve_policy("auto", 6, 0).max_items == 4  # no cap asked: a cap all the same
+
+
+def test_named_policies_ignore_the_degree() -> None:
+    assert resolve_policy("inv", 0.5, 5).fields == ("CALLED_BY", "DERIVED", "IMPORTED_BY", "PARENT")
+    assert resolve_policy(" TOPO ", 50, 5).name == "topo"
+    dense = resolve_policy("dense", 3, 5)
+    assert dense.fields[: len(TOPO_FIELDS)] == TOPO_FIELDS
+    assert "TEST_REF" in dense.fields and "REFERENCED_BY" in dense.fields
+
+
+@pytest.mark.parametrize(("name", "cap"), [("fancy", 8), ("topo", -1)])
+def test_bad_policy_or_cap_is_refused_with_a_message(name: str, cap: int) -> None:
+    with pytest.raises(PolicyError, match=r"policy|max items"):
+        resolve_policy(name, 1.0, cap)
+
+
+# ----- fields_for -----------------------------------------------------------------
+
+
+def names(fields: list[TagField]) -> dict[str, tuple[str, ...]]:
+    return {f.name: f.entries for f in fields}
+
+
+def test_topo_lists_both_directions_in_a_fixed_order(g: Graph) -> None:
+    fields = fields_for(g, "pkg/a.py:helper", resolve_policy("topo", 0, 8))
+    assert names(fields) == {"CALLED_BY": ("pkg/a.py:Base.run", "pkg/b.py:main")}
+    fields = fields_for(g, "pkg/b.py:main", resolve_policy("topo", 0, 8))
+    assert [f.name for f in fields] == ["CALLS"]
+    assert fields[0].entries == ("pkg/a.py:helper", "pkg/b.py:Child")
+    base = fields_for(g, "pkg/a.py:Base", resolve_policy("topo", 0, 8))
+    assert names(base) == {"DERIVED": ("pkg/b.py:Child",), "CHILDREN": ("pkg/a.py:Base.run",)}
+    mod = fields_for(g, "pkg/b.py", resolve_policy("topo", 0, 8))
+    assert names(mod) == {
+        "IMPORTS": ("pkg/a.py",),
+        "CHILDREN": ("pkg/b.py:Child", "pkg/b.py:main"),
+    }
+
+
+def test_inv_keeps_only_who_depends_on_me(g: Graph) -> None:
+    inv = resolve_policy("inv", 0, 8)
+    assert names(fields_for(g, "pkg/b.py:main", inv)) == {}
+    assert names(fields_for(g, "pkg/a.py", inv)) == {"IMPORTED_BY": ("pkg/b.py",)}
+    assert names(fields_for(g, "pkg/a.py:Base", inv)) == {"DERIVED": ("pkg/b.py:Child",)}
+
+
+def test_parent_is_written_only_when_the_id_does_not_say_it() -> None:
+    g = graph(
+        [ent("m.py", "module"), ent("m.py:f", "function"), ent("m.py:g", "function", 5)],
+        [(CONTAINS, "m.py", "m.py:f"), (CONTAINS, "m.py:g", "m.py:f")],  # an odd, second parent
+    )
+    assert names(fields_for(g, "m.py:f", resolve_policy("inv", 0, 8))) == {"PARENT": ("m.py:g",)}
+
+
+def test_entries_are_sorted_and_capped_with_a_count(g: Graph) -> None:
+    callers = [ent(f"pkg/c{i}.py:f", "function") for i in range(12)]
+    g2 = graph(
+        [ent("pkg/t.py:target", "function"), *callers],
+        [(CALLS, c.id, "pkg/t.py:target") for c in reversed(callers)],
+    )
+    (field,) = fields_for(g2, "pkg/t.py:target", resolve_policy("topo", 0, 5))
+    assert field.entries == tuple(sorted(c.id for c in callers)[:5])
+    assert field.more == 7
+    (uncapped,) = fields_for(g2, "pkg/t.py:target", resolve_policy("topo", 0, 0))
+    assert len(uncapped.entries) == 12 and uncapped.more == 0
+
+
+def test_calls_across_the_test_boundary_are_test_refs(g: Graph) -> None:
+    topo = resolve_policy("topo", 0, 8)
+    assert "tests/test_a.py:test_helper" not in str(fields_for(g, "pkg/a.py:helper", topo))
+    assert fields_for(g, "tests/test_a.py:test_helper", topo) == []
+    dense = names(fields_for(g, "pkg/a.py:helper", resolve_policy("dense", 0, 8)))
+    assert dense["TEST_REF"] == ("tests/test_a.py:test_helper",)
+
+
+def test_dense_fields_render_from_their_edge_kinds(g: Graph) -> None:
+    dense = names(fields_for(g, "pkg/a.py:helper", resolve_policy("dense", 0, 8)))
+    assert dense["CONST_REF"] == ("pkg/a.py:LIMIT",)
+    assert dense["ENV_VAR"] == ("env:HOME",)
+    assert dense["REFERENCED_BY"] == ("pkg/b.py:main",)
+    assert "CONFIG_USAGE" not in dense  # no such edges: no field
+    topo = names(fields_for(g, "pkg/a.py:helper", resolve_policy("topo", 0, 8)))
+    assert "CONST_REF" not in topo
+
+
+@pytest.mark.parametrize(
+    ("path", "test"),
+    [
+        ("tests/test_a.py", True),
+        ("pkg/tests/helpers.py", True),
+        ("Lib/test/support/__init__.py", True),
+        ("idlelib/idle_test/test_x.py", True),
+        ("pkg/test_utils.py", True),
+        ("pkg/foo_test.py", True),
+        ("app/tests.py", True),
+        ("conftest.py", True),
+        ("pkg/testing.py", False),
+        ("pkg/contest.py", False),
+        ("pkg/attestation/x.py", False),
+        ("pkg/service.py", False),
+    ],
+)
+def test_test_code_is_told_apart_by_path(path: str, test: bool) -> None:
+    assert is_test_path(path) is test
+
+
+# ----- rendering ------------------------------------------------------------------
+
+
+def test_block_lines_follow_the_design_format() -> None:
+    lines = block_lines(
+        ent("pkg/service.py:checkout", "function"),
+        [
+            TagField("CALLS", ("pkg/models.py:Order", "pkg/models.py:Order.add"), 3),
+            TagField("CALLED_BY", ("pkg/service.py:quick_checkout",), 0),
+        ],
+    )
+    assert lines == [
+        "# === CodeAnchor ===",
+        "# function pkg/service.py:checkout",
+        "# CALLS: pkg/models.py:Order, pkg/models.py:Order.add, [+3 more]",
+        "# CALLED_BY: pkg/service.py:quick_checkout",
+        "# === CodeAnchor ===",
+    ]
