@@ -219,3 +219,12 @@ def test_block_lines_follow_the_design_format() -> None:
         "# CALLED_BY: pkg/service.py:quick_checkout",
         "# === CodeAnchor ===",
     ]
+
+
+def test_cross_file_keeps_only_links_to_other_files(g: Graph) -> None:
+    policy = resolve_policy("topo", 0, 8, cross_file=True)
+    assert policy.cross_file and "cross-file" in policy.reason
+    assert names(fields_for(g, "pkg/a.py:helper", policy)) == {"CALLED_BY": ("pkg/b.py:main",)}
+    assert names(fields_for(g, "pkg/a.py:Base", policy)) == {"DERIVED": ("pkg/b.py:Child",)}
+    assert names(fields_for(g, "pkg/a.py:Base.run", policy)) == {}  # all its links stay home
+    assert resolve_policy("auto", 9, 8, cross_file=True).name == "inv"

@@ -215,6 +215,7 @@ async def _export_command(ls: AnchorServer, args: tuple[Any, ...]) -> dict[str, 
     base = Path(to_fs_path(out) or out) if out.startswith("file:") else Path(out).expanduser()
     if not base.is_absolute():
         base = ls.folders[0].root / base
+    await ls.flush_all()  # unsaved edits still waiting for their debounce count
     results = []
     for folder in ls.folders:
         if folder.state != READY:

@@ -93,11 +93,13 @@ class Report:
 # ----- one file -------------------------------------------------------------
 
 
-def policy_for(graph: Graph, name: str, max_items: int) -> ResolvedPolicy:
+def policy_for(
+    graph: Graph, name: str, max_items: int, *, cross_file: bool = False
+) -> ResolvedPolicy:
     """resolve_policy with the graph's mean call out-degree (what auto needs)."""
     with graph.lock:
         mean_out, _hubs = graph_figures(graph)
-    return resolve_policy(name, mean_out, max_items)
+    return resolve_policy(name, mean_out, max_items, cross_file=cross_file)
 
 
 def file_blocks(

@@ -35,7 +35,12 @@ def _print(report: Report) -> int:
 
 
 def _policy(args: argparse.Namespace, index: IndexLike) -> ResolvedPolicy:
-    return policy_for(index.graph, getattr(args, "policy", "auto"), args.max_items)
+    return policy_for(
+        index.graph,
+        getattr(args, "policy", "auto"),
+        args.max_items,
+        cross_file=bool(getattr(args, "cross_file", False)),
+    )
 
 
 def tag(args: argparse.Namespace, index: IndexLike) -> int:

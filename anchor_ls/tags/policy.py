@@ -16,7 +16,7 @@ Two rules keep tags about what a reader cannot already see:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph, path_of
@@ -82,12 +82,15 @@ class ResolvedPolicy:
     """A concrete policy: `name` is topo, inv or dense (auto is resolved away).
 
     `max_items` caps every field (0: no cap); `reason` says why, for the CLI and logs.
+    `cross_file`: list only entities of other files (what reading this file cannot show);
+    a definition whose relations all stay in its file then carries no block.
     """
 
     name: str
     fields: tuple[str, ...]
     max_items: int
     reason: str
+    cross_file: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +106,21 @@ class PolicyError(ValueError):
     """An unknown policy name or a negative cap."""
 
 
-def resolve_policy(name: str, mean_out_degree: float, max_items: int) -> ResolvedPolicy:
+def resolve_policy(
+    name: str, mean_out_degree: float, max_items: int, *, cross_file: bool = False
+) -> ResolvedPolicy:
     """Turn a requested policy (auto included) into the fields and cap to use.
 
     auto follows the study: mean call out-degree under 5 gives topo, over 8 gives inv
     (hub-heavy repositories), in between topo with a tighter cap (half, at least 3).
     """
+    policy = _resolve(name, mean_out_degree, max_items)
+    if not cross_file:
+        return policy
+    return replace(policy, cross_file=True, reason=policy.reason + "; cross-file links only")
+
+
+def _resolve(name: str, mean_out_degree: float, max_items: int) -> ResolvedPolicy:
     if max_items < 0:
         raise PolicyError(f"max items must be 0 (no cap) or more, not {max_items}")
     name = name.strip().lower()
@@ -185,10 +197,13 @@ def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[Tag
 
     Callers that need a consistent view hold `graph.lock`.
     """
-    in_tests = is_test_path(path_of(entity_id))
+    path = path_of(entity_id)
+    in_tests = is_test_path(path)
     found: list[TagField] = []
     for name in policy.fields:
         ids = _related(graph, name, entity_id, in_tests)
+        if policy.cross_file:
+            ids = [i for i in ids if path_of(i) != path]
         if not ids:
             continue
         entries, more = cap(ids, policy.max_items)
