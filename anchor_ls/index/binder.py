@@ -848,45 +848,40 @@ class Binder:
         return _cap(out)
 
     def returns(self, fn: tuple[str, int]) -> Values:
-        cached = self._returns.get(fn)
-        if cached is not None:
-            return cached
-        key = ("ret", fn)
-        if key in self._in_progress:
-            return EMPTY
-        self._in_progress.add(key)
-        try:
-            path, idx = fn
-            scope = self.scope(path, idx)
-            ctx = Ctx(path, idx, None)
-            out: set[Value] = set()
-            if scope.returns is not None:
-                out |= self.annotation_values(scope.returns, ctx)
-            if scope.yields:
-                out.add(("g", path, idx))
-            else:
-                for expr in scope.return_values:
-                    out |= self.eval(expr, ctx)
-        finally:
-            self._in_progress.discard(key)
-        values = _cap(out)
-        self._returns[fn] = values
-        return values
+        return self._memo(self._returns, "ret", fn, self._returns_of)
 
     def yields(self, fn: tuple[str, int]) -> Values:
-        cached = self._yields.get(fn)
+        return self._memo(self._yields, "yield", fn, self._yields_of)
+
+    def _memo(self, cache: dict, tag: str, fn: tuple[str, int], compute) -> Values:
+        """Cached per function; a recursive request while computing sees nothing yet."""
+        cached = cache.get(fn)
         if cached is not None:
             return cached
-        key = ("yield", fn)
+        key = (tag, fn)
         if key in self._in_progress:
             return EMPTY
         self._in_progress.add(key)
         try:
-            values = self._yields_of(fn)
+            values = compute(fn)
         finally:
             self._in_progress.discard(key)
-        self._yields[fn] = values
+        cache[fn] = values
         return values
+
+    def _returns_of(self, fn: tuple[str, int]) -> Values:
+        path, idx = fn
+        scope = self.scope(path, idx)
+        ctx = Ctx(path, idx, None)
+        out: set[Value] = set()
+        if scope.returns is not None:
+            out |= self.annotation_values(scope.returns, ctx)
+        if scope.yields:
+            out.add(("g", path, idx))
+        else:
+            for expr in scope.return_values:
+                out |= self.eval(expr, ctx)
+        return _cap(out)
 
     def _yields_of(self, fn: tuple[str, int]) -> Values:
         path, idx = fn
@@ -1009,12 +1004,7 @@ class Binder:
                 target = self.modules.resolve(module, level, path)
                 if target is not None and target in self.summaries:
                     facts.imports.add(target)
-        merged: dict = defaultdict(lambda: defaultdict(set))
-        for contrib in per_scope.values():
-            for fn, params in contrib.items():
-                for name, values in params.items():
-                    merged[fn][name] |= values
-        return facts, merged
+        return facts, _merge_contributions(per_scope)
 
     def scopes_reading(self, fn: tuple[str, int]) -> set[int]:
         """The scopes of fn's file that can see fn's parameters: fn and what it nests."""
@@ -1211,18 +1201,23 @@ class Binder:
                 per_scope[idx] = {}
                 files.add(fn[0])
         for path in files:
-            merged: dict = defaultdict(lambda: defaultdict(set))
-            for contrib in self._scope_contrib[path].values():
-                for fn, params in contrib.items():
-                    for name, values in params.items():
-                        merged[fn][name] |= values
-            self.set_contribution(path, merged)
+            self.set_contribution(path, _merge_contributions(self._scope_contrib[path]))
         self.shrunk.clear()
         self.clear_caches()
         return files
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})
+
+
+def _merge_contributions(per_scope: dict[int, dict]) -> dict:
+    """One file's argument values by function and parameter, from its scopes' shares."""
+    merged: dict = defaultdict(lambda: defaultdict(set))
+    for contrib in per_scope.values():
+        for fn, params in contrib.items():
+            for name, values in params.items():
+                merged[fn][name] |= values
+    return merged
 
 
 def _is_accessor_variant(scope: Scope, name: str) -> bool:
