@@ -21,9 +21,10 @@ def run(tcp: tuple[str, int] | None = None) -> None:
     """Serve one client over stdio (tcp None) or on HOST:PORT; returns when it disconnects."""
     logging.basicConfig(
         stream=sys.stderr,
-        level=os.environ.get("ANCHOR_LS_LOG", "WARNING").upper(),
+        level=logging.WARNING,
         format="anchor-ls %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("anchor_ls").setLevel(os.environ.get("ANCHOR_LS_LOG", "WARNING").upper())
     # Requests hand the GIL between the event loop, the readers and a busy indexer
     # thread; a shorter switch interval keeps answers quick while an index builds.
     sys.setswitchinterval(0.001)

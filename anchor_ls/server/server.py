@@ -199,7 +199,14 @@ class AnchorServer(LanguageServer):
             if text is None or where is None:
                 return
             folder, relpath = where
+            started = self.loop.time()
             changed = await self.mutate(_apply_buffer, folder, relpath, text)
+            log.info(
+                "re-indexed %s in %.0f ms (queue included): %d files changed",
+                relpath,
+                (self.loop.time() - started) * 1000,
+                len(changed),
+            )
             self.changed(changed)
         except Exception as exc:  # the index failed on this text: say so, keep serving
             log.exception("re-indexing %s failed", uri)
