@@ -39,6 +39,8 @@ def test_warm_start_then_edit_matches_a_fresh_build(tmp_path: Path) -> None:
     service.write_text(text, encoding="utf-8")
     changed = warm.update_file("pkg/service.py", text)
     assert "pkg/service.py" in changed
+    assert warm.source("pkg/service.py") == text.encode("utf-8")
+    assert warm.stats().reparsed == 0  # the saved state was loaded, not rebuilt from disk
     callers = warm.graph.into(CALLS, "pkg/service.py:checkout")
     assert "pkg/service.py:quick_checkout_renamed" in callers
     assert "pkg/service.py:quick_checkout" not in callers

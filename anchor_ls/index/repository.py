@@ -70,7 +70,7 @@ class Index:
         self._facts: dict[str, FileFacts] = {}
         self._ids: dict[str, list[str]] = {}
         # After a warm start: (paths, pickled resolution state, site counts) until needed.
-        self._lazy: tuple[list[str], bytes, tuple[int, int, int]] | None = None
+        self._lazy: tuple[list[str], bytes, tuple[int, int, int], dict[str, str]] | None = None
         self._stats = IndexStats()
         self.lock = threading.RLock()  # serialises mutations
 
@@ -539,17 +539,18 @@ class Index:
             self._sources.pop(rel, None)
             self._hashes.pop(rel, None)
         self._stats = state["stats"]
-        self._lazy = (paths, state["engine"], state["counts"])
+        # The hashes the cached summaries were stored under: an edit may change ours first.
+        self._lazy = (paths, state["engine"], state["counts"], dict(self._hashes))
         return True
 
     def _ensure_engine(self) -> None:
         """After a warm start the binder is loaded on the first change, not before."""
         if self._lazy is None:
             return
-        paths, engine, _counts = self._lazy
+        paths, engine, _counts, hashes = self._lazy
         self._lazy = None
         cache = self._open_cache()
-        blobs = cache.summaries({rel: self._hashes[rel] for rel in paths}) if cache else {}
+        blobs = cache.summaries({rel: hashes[rel] for rel in paths}) if cache else {}
         try:
             if set(blobs) != set(paths):
                 raise ValueError("summaries missing from the cache")
