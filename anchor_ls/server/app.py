@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import BinaryIO
 
 from anchor_ls.server import commands, features, lifecycle, sync
 from anchor_ls.server.server import AnchorServer
@@ -15,6 +16,19 @@ def create_server() -> AnchorServer:
     for module in (lifecycle, sync, features, commands):
         module.register(server)
     return server
+
+
+def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
+    """The LSP stream on private copies of fds 0 and 1; sys.stdin and sys.stdout go elsewhere.
+
+    A stray print() then cannot corrupt the protocol, and nothing else ever waits on
+    the lock of the stream pygls' reader thread blocks in.
+    """
+    stdin = os.fdopen(os.dup(0), "rb")
+    stdout = os.fdopen(os.dup(1), "wb")
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    sys.stdout = sys.stderr
+    return stdin, stdout
 
 
 def run(tcp: tuple[str, int] | None = None) -> None:
@@ -30,7 +44,7 @@ def run(tcp: tuple[str, int] | None = None) -> None:
     sys.setswitchinterval(0.001)
     server = create_server()
     if tcp is None:
-        server.start_io()
+        server.start_io(*_protocol_streams())
     else:
         server.start_tcp(*tcp)
     # A build may still be running on the indexer thread; do not wait for it.

@@ -57,7 +57,7 @@ def _item(ls: AnchorServer, item: Any) -> tuple[Folder, Any] | None:
     if graph is None:
         return None
     with graph.lock:
-        entity = hierarchy.item_entity(graph, folder, relpath, item)
+        entity = hierarchy.item_entity(graph, relpath, item)
     return (folder, entity) if entity is not None else None
 
 

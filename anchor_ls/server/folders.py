@@ -140,6 +140,11 @@ class Folder:
                 self.root,
                 cache_dir=_cache_dir(settings, self.root, shared_cache),
                 exclude=settings.exclude,
+                # Index parses in forked worker processes; forking a process that runs
+                # threads (this one does) can leave a child waiting forever on a lock
+                # another thread held. Parse in this process until the index uses a
+                # fork-safe start method.
+                workers=1,
             )
             if self.index is None:
                 # First build: serve what is known while the graph fills in.

@@ -78,7 +78,7 @@ def type_item(entity: Entity, where: Locator) -> types.TypeHierarchyItem:
     return types.TypeHierarchyItem(**_item_fields(entity, where))
 
 
-def item_entity(graph: Graph, folder: Folder, relpath: str, item: Any) -> Entity | None:
+def item_entity(graph: Graph, relpath: str, item: Any) -> Entity | None:
     """The entity an item stands for: by its data, else by where its name is."""
     data = getattr(item, "data", None)
     if isinstance(data, dict) and isinstance(data.get("id"), str):

@@ -26,6 +26,7 @@ from anchor_ls.server.positions import UTF16, position_to_bytes, text_lines
 from anchor_ls.server.progress import WorkProgress, indexing_message
 from anchor_ls.server.protocol import AnchorProtocol
 from anchor_ls.server.settings import Settings
+from anchor_ls.syntax.source import declared_encoding
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -282,6 +283,16 @@ def _apply_buffer(folder: Folder, relpath: str, text: str) -> set[str]:
     index = folder.index
     if index is None or not index.is_indexable(relpath):
         return set()  # excluded files stay out even when opened
-    if index.source(relpath) == text.encode("utf-8", errors="surrogatepass"):
+    if _same_text(index.source(relpath), text):
         return set()
     return folder.update(relpath, text)
+
+
+def _same_text(source: bytes | None, text: str) -> bool:
+    """Whether indexed bytes hold this buffer text (in the file's declared encoding)."""
+    if source is None:
+        return False
+    try:
+        return source.decode(declared_encoding(source)) == text
+    except (UnicodeDecodeError, LookupError):
+        return False
