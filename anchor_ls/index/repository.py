@@ -323,7 +323,7 @@ class Index:
             return self._remove(relpath)
 
     def _remove(self, relpath: str) -> set[str]:
-        self._ensure_engine()
+        self.ensure_engine()
         if relpath not in self.binder.summaries:
             return set()
         dependents = self._dependents(relpath, interface_changed=True)
@@ -341,7 +341,7 @@ class Index:
         return {relpath} | before | self._reresolve(redo)
 
     def _replace(self, summary: FileSummary) -> set[str]:
-        self._ensure_engine()
+        self.ensure_engine()
         rel = summary.path
         old = self.binder.summaries.get(rel)
         interface_changed = old is None or _interface(old) != _interface(summary)
@@ -543,8 +543,11 @@ class Index:
         self._lazy = (paths, state["engine"], state["counts"], dict(self._hashes))
         return True
 
-    def _ensure_engine(self) -> None:
-        """After a warm start the binder is loaded on the first change, not before."""
+    def ensure_engine(self) -> None:
+        """Load the resolver state a warm start deferred; a server calls it while idle.
+
+        Otherwise the first change after a warm start pays for it.
+        """
         if self._lazy is None:
             return
         paths, engine, _counts, hashes = self._lazy
