@@ -22,15 +22,27 @@ ROOT = Path(__file__).resolve().parent.parent
 ACCURACY_DIR = ROOT / "fixtures" / "accuracy"
 EXAMPLE_DIR = ROOT / "fixtures" / "example"
 EXAMPLE_NAME = "example"
-SCORED_KINDS = ("calls", "inherits", "imports")
+DENSE_KINDS = ("references", "env_var", "const_ref", "config_usage", "io_dep", "test_ref")
+SCORED_KINDS = ("calls", "inherits", "imports", *DENSE_KINDS)
 _REQUIRED_KEYS = ("description", "calls", "inherits")
-_KNOWN_KEYS = (*_REQUIRED_KEYS, "imports", "allowed")
+_KNOWN_KEYS = (*_REQUIRED_KEYS, "imports", *DENSE_KINDS, "allowed")
+_CODE = frozenset({"module", "class", "function"})
+_DEFINITIONS = frozenset({"class", "function"})
 # Which definition kinds may stand at each end of an edge of a given kind.
 _ENDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "calls": (frozenset({"module", "class", "function"}), frozenset({"class", "function"})),
+    "calls": (_CODE, _DEFINITIONS),
     "inherits": (frozenset({"class"}), frozenset({"class"})),
     "imports": (frozenset({"module"}), frozenset({"module"})),
+    "references": (_CODE, _DEFINITIONS),
+    "env_var": (_CODE, frozenset()),
+    "const_ref": (_CODE, frozenset({"constant"})),
+    "config_usage": (_CODE, frozenset({"constant"})),
+    "io_dep": (_CODE, frozenset()),
+    "test_ref": (frozenset({"function"}), _DEFINITIONS),
 }
+# Targets that are names, not entities (DESIGN.md): env:NAME, io:KIND, setting:NAME.
+_NAMED_TARGETS = {"env_var": "env:", "io_dep": "io:", "config_usage": "setting:"}
+IO_KINDS = ("file", "network", "db", "subprocess")
 
 Pair = tuple[str, str]
 
@@ -146,11 +158,15 @@ def _walk(stmts: Iterable[ast.stmt], rel: str, prefix: str, out: dict[str, str])
             out[f"{rel}:{qual}"] = "class" if isinstance(node, ast.ClassDef) else "function"
             _walk(node.body, rel, qual + ".", out)
             continue
-        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Lambda):
+        if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                if isinstance(target, ast.Name):
+                if not isinstance(target, ast.Name):
+                    continue
+                if isinstance(node.value, ast.Lambda):
                     out[f"{rel}:{prefix}{target.id}"] = "function"
+                elif not prefix and _is_constant(target.id):
+                    out[f"{rel}:{target.id}"] = "constant"
             continue
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
@@ -162,8 +178,13 @@ def _walk(stmts: Iterable[ast.stmt], rel: str, prefix: str, out: dict[str, str])
             _walk(case.body, rel, prefix, out)
 
 
+def _is_constant(name: str) -> bool:
+    """PEP 8's module constants: UPPER_CASE, more than one letter, not a dunder."""
+    return len(name) > 1 and name.isupper() and not name.startswith("__")
+
+
 def defined_ids(case_dir: str | Path) -> dict[str, str]:
-    """Entity id -> 'module' | 'class' | 'function' for every definition in the case's .py files."""
+    """Entity id -> 'module' | 'class' | 'function' | 'constant' for every definition."""
     case_dir = Path(case_dir)
     out: dict[str, str] = {}
     for path in sorted(case_dir.rglob("*.py")):
@@ -188,7 +209,15 @@ def check_expected(case_dir: str | Path) -> list[str]:
 
     def check(kind: str, src: str, dst: str, where: str) -> None:
         src_kinds, dst_kinds = _ENDS[kind]
-        for end, ident, kinds in (("src", src, src_kinds), ("dst", dst, dst_kinds)):
+        ends = [("src", src, src_kinds)]
+        named = _NAMED_TARGETS.get(kind)
+        if named and dst.startswith(named):
+            name = dst.removeprefix(named)
+            if not name or (kind == "io_dep" and name not in IO_KINDS):
+                problems.append(f"{where} {kind} {src} -> {dst}: not a valid target")
+        else:
+            ends.append(("dst", dst, dst_kinds))
+        for end, ident, kinds in ends:
             found = ids.get(ident)
             if found is None:
                 problems.append(f"{where} {kind} {src} -> {dst}: {end} {ident} is not defined")

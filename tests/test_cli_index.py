@@ -50,7 +50,10 @@ def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
     assert ids == sorted(ids) and len(ids) == len(set(ids))
     edges = [(e["kind"], e["src"], e["dst"]) for e in data["edges"]]
     assert edges == sorted(edges) and len(edges) == len(set(edges))
-    assert {e["kind"] for e in data["edges"]} == {"calls", "inherits", "imports", "contains"}
+    assert {e["kind"] for e in data["edges"]} == {
+        *("calls", "inherits", "imports", "contains"),
+        *("references", "env_var", "const_ref", "config_usage", "test_ref"),
+    }
     for entity in data["entities"]:
         assert set(entity) == {"id", "kind", "path", "line", "end_line"}
     index = Index(repo, use_cache=False)

@@ -24,67 +24,20 @@ import builtins
 import sys
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
+from anchor_ls.index import dense
+from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
+from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values
+from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.summary import Binding, CallSite, Expr, FileSummary, Scope
 
-Value = tuple
-Values = frozenset
-EMPTY: frozenset = frozenset()
 _BUILTINS = frozenset(dir(builtins))
-_PROPERTY_DECORATORS = frozenset(
-    {"property", "cached_property", "functools.cached_property", "builtins.property"}
-)
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
 _DICT_VALUE_METHODS = frozenset({"get", "pop", "setdefault", "values"})
 _MAX_ROUNDS = 4
 _MAX_FLOWED = 6
 _MAX_VALUES = 64
-
-
-@dataclass(slots=True)
-class Ctx:
-    """Where an expression is evaluated: a scope and a point in it."""
-
-    path: str
-    scope: int
-    pos: int | None  # None: the scope's final state
-    blocks: tuple[int, ...] = ()
-    implicit: list[Value] | None = None  # property getters read while evaluating
-
-
-@dataclass(slots=True)
-class FileFacts:
-    """Everything the binder concludes from one file's source."""
-
-    calls: dict[tuple[int, str], set[Value]] = field(default_factory=dict)
-    sites: dict[tuple[int, Value], list] = field(default_factory=lambda: defaultdict(list))
-    bases: dict[int, list[Value]] = field(default_factory=dict)
-    imports: set[str] = field(default_factory=set)
-    # scope idx -> [resolved, external, unresolved] call sites
-    counts: dict[int, list[int]] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # internal errors, reported as problems
-
-    @property
-    def resolved(self) -> int:
-        return sum(c[0] for c in self.counts.values())
-
-    @property
-    def external(self) -> int:
-        return sum(c[1] for c in self.counts.values())
-
-    @property
-    def unresolved(self) -> int:
-        return sum(c[2] for c in self.counts.values())
-
-    def forget_scopes(self, scopes: set[int]) -> None:
-        for key in [k for k in self.calls if k[0] in scopes]:
-            del self.calls[key]
-        for key in [k for k in self.sites if k[0] in scopes]:
-            del self.sites[key]
-        for idx in scopes:
-            self.counts.pop(idx, None)
 
 
 class Binder:
@@ -101,12 +54,14 @@ class Binder:
         self.shrunk: set[tuple[str, int]] = set()  # functions whose argument facts lost values
         self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
         self.clear_caches()
+        self._forget_definitions()
 
     # ----- program ------------------------------------------------------
     def set_files(self, summaries: dict[str, FileSummary], root_package: str = "") -> None:
         self.summaries = dict(summaries)
         self.modules = ModuleTable(self.summaries, root_package)
         self.clear_caches()
+        self._forget_definitions()
 
     def put_file(self, summary: FileSummary, *, same_interface: bool = False) -> None:
         """Replace one file. When what other files can see of it is unchanged (an edit
@@ -114,6 +69,7 @@ class Binder:
         path = summary.path
         self.summaries[path] = summary
         self.modules.add(path)
+        self._forget_definitions()
         if not same_interface:
             self.clear_caches()
             return
@@ -133,6 +89,7 @@ class Binder:
         self._scope_contrib.pop(relpath, None)
         self.modules.discard(relpath)
         self.clear_caches()
+        self._forget_definitions()
 
     def clear_caches(self) -> None:
         self._names: dict[str, list] = {}
@@ -151,6 +108,12 @@ class Binder:
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
         self._override_cache: dict[tuple, frozenset] = {}
+
+    def _forget_definitions(self) -> None:
+        """Tables read off every summary; a body edit can define nested functions too."""
+        self._value_names: frozenset[str] | None = None
+        self._constants: dict[str, frozenset[str]] = {}
+        self._setting_defs: dict[str, list[str]] | None = None
 
     # ----- scopes and names ---------------------------------------------
     def scope(self, path: str, idx: int) -> Scope:
@@ -674,16 +637,10 @@ class Binder:
     def method_kind(self, path: str, idx: int) -> str:
         """'static', 'class', 'property' or 'instance' from the decorators."""
         scope = self.scope(path, idx)
-        if not scope.decorators:
-            return "instance"
         for dec in scope.decorators:
-            name = _decorator_name(dec)
-            if name in ("staticmethod",):
-                return "static"
-            if name in ("classmethod",):
-                return "class"
-            if name in _PROPERTY_DECORATORS or name.endswith((".setter", ".getter", ".deleter")):
-                return "property"
+            kind = decorator_kind(dec)
+            if kind != "instance":
+                return kind
         return "instance"
 
     def instance_attr(self, cls: tuple[str, int], name: str, ctx: Ctx | None) -> Values:
@@ -989,6 +946,9 @@ class Binder:
                     self._resolve_site(path, idx, site, facts, counts, contrib)
                 if scope.attr_reads:
                     self._resolve_property_reads(path, idx, scope, facts)
+                    dense.resolve_attribute_reads(self, path, idx, scope, facts)
+                if scope.uses:
+                    dense.resolve_uses(self, path, idx, scope, facts)
             except RecursionError:  # a chain of values too long to follow: leave it unlinked
                 counts[2] += 1
             except Exception as err:  # a binder bug must cost one scope, never the index
@@ -1037,6 +997,81 @@ class Binder:
             self._property_names = frozenset(names)
         return self._property_names
 
+    def value_names(self) -> frozenset[str]:
+        """The names a reference can be made through: those of functions and classes, and
+        aliases of them (`h = f`, `self.cb = f`, two levels deep). Others are not worth
+        evaluating."""
+        if self._value_names is None:
+            names: set[str] = set()
+            aliases: list[tuple[str, str]] = []  # (alias, the name or attribute it copies)
+            for summary in self.summaries.values():
+                for scope in summary.scopes:
+                    if scope.kind != "module":
+                        names.add(scope.name)
+                    for b in scope.bindings:
+                        if b.value[0] in ("n", "a"):
+                            aliases.append((b.name, b.value[-1]))
+                    for a in scope.attr_assigns:
+                        if a[2][0] in ("n", "a"):
+                            aliases.append((a[1], a[2][-1]))
+            for _depth in range(2):
+                names.update([alias for alias, source in aliases if source in names])
+            self._value_names = frozenset(names)
+        return self._value_names
+
+    def constant_names(self, path: str) -> frozenset[str]:
+        names = self._constants.get(path)
+        if names is None:
+            names = self._constants[path] = frozenset(c[0] for c in self.summaries[path].constants)
+        return names
+
+    def constant_origin(self, path: str, idx: int, name: str) -> tuple[str, str] | None:
+        """Where the module constant a name read in scope idx comes from, if it is one."""
+        scopes = self.summaries[path].scopes
+        cur = idx
+        while cur >= 0:
+            scope = scopes[cur]
+            if (cur == idx or scope.kind != "class") and (
+                name in self.names(path, cur) or (cur == 0 and scope.star_imports)
+            ):
+                return self.module_constant(path, name) if cur == 0 else None
+            if name in scope.global_names:
+                return self.module_constant(path, name)
+            cur = scope.parent
+        return None
+
+    def module_constant(self, path: str, name: str, depth: int = 0) -> tuple[str, str] | None:
+        """The module constant `name` of module path is, through imports and re-exports."""
+        if depth > 8 or path not in self.summaries:
+            return None
+        if name in self.constant_names(path):
+            return (path, name)
+        module = self.summaries[path].scopes[0]
+        for binding in self.names(path, 0).get(name, ()):
+            value = binding.value
+            if value[0] == "if":
+                target = self.modules.resolve(value[1], value[2], path)
+                if target is not None:
+                    return self.module_constant(target, value[3], depth + 1)
+        if name not in self.names(path, 0):
+            for star, level, _pos in module.star_imports:
+                target = self.modules.resolve(star, level, path)
+                found = self.module_constant(target, name, depth + 1) if target else None
+                if found is not None:
+                    return found
+        return None
+
+    def setting_definitions(self) -> dict[str, list[str]]:
+        """Setting name -> the constants that define it in the repository's settings modules."""
+        if self._setting_defs is None:
+            defs: dict[str, list[str]] = defaultdict(list)
+            for path in sorted(self.summaries):
+                if is_settings_module(path) and not is_test_path(path):
+                    for name in sorted(self.constant_names(path)):
+                        defs[name].append(f"{path}:{name}")
+            self._setting_defs = dict(defs)
+        return self._setting_defs
+
     def _resolve_property_reads(self, path: str, idx: int, scope: Scope, facts: FileFacts) -> None:
         wanted = self.property_names()
         for expr, span, pos, blocks in scope.attr_reads:
@@ -1081,6 +1116,10 @@ class Binder:
         implicit: list[Value] = []
         ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
         callees = self.eval(site.func, ctx)
+        if site.kind == "decorator":
+            dense.decorator_reference(self, path, idx, site, callees, facts)
+        elif any(v[0] == "x" for v in callees):
+            dense.external_call(self, path, idx, site, callees, facts)
         targets = self.call_targets(callees)
         for fn in implicit:
             targets.append((("f", fn[1], fn[2]), None, True))
@@ -1221,9 +1260,7 @@ def _merge_contributions(per_scope: dict[int, dict]) -> dict:
 
 
 def _is_accessor_variant(scope: Scope, name: str) -> bool:
-    return any(
-        _decorator_name(d) in (f"{name}.setter", f"{name}.deleter") for d in scope.decorators
-    )
+    return any(decorator_name(d) in (f"{name}.setter", f"{name}.deleter") for d in scope.decorators)
 
 
 def _literal_items(expr: Expr) -> tuple[Expr, ...] | None:
@@ -1237,19 +1274,6 @@ def _literal_items(expr: Expr) -> tuple[Expr, ...] | None:
     return None
 
 
-def _decorator_name(dec: Expr) -> str:
-    if dec[0] == "c":
-        dec = dec[1]
-    parts: list[str] = []
-    while dec[0] == "a":
-        parts.append(dec[2])
-        dec = dec[1]
-    if dec[0] == "n":
-        parts.append(dec[1])
-        return ".".join(reversed(parts))
-    return ""
-
-
 def _interesting(values: Values) -> Values:
     """Values worth carrying into a parameter: repository things, not externals."""
     return frozenset(v for v in values if v[0] != "x")
@@ -1259,3 +1283,13 @@ def _cap(values: set[Value] | Values) -> Values:
     if len(values) > _MAX_VALUES:
         return frozenset(sorted(values, key=repr)[:_MAX_VALUES])
     return frozenset(values)
+
+
+def is_settings_module(path: str) -> bool:
+    """settings.py, global_settings.py, *_settings.py, or a module of a settings/ package."""
+    stem = path.rpartition("/")[2].removesuffix(".py")
+    return (
+        stem in ("settings", "global_settings")
+        or stem.endswith("_settings")
+        or ("/settings/" in f"/{path}")
+    )

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
-from anchor_ls.index.binder import FileFacts, Value
-from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Edge, Entity, Span
+from collections.abc import Callable, Iterable
+
+from anchor_ls.index.model import (
+    CALLS,
+    CONTAINS,
+    IMPORTS,
+    INHERITS,
+    REFERENCES,
+    TEST_REF,
+    Edge,
+    Entity,
+    Span,
+)
+from anchor_ls.index.state import FileFacts, Value
+from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.summary import FileSummary
+
+# (path, scope idx) -> what that scope calls, with the call spans: for tests through helpers
+CallsOf = Callable[[str, int], Iterable[tuple[Value, list[Span]]]]
 
 
 def scope_ids(summary: FileSummary) -> list[str]:
@@ -37,6 +53,9 @@ def entities(summary: FileSummary) -> list[Entity]:
             scope.start_line,
             scope.name_span,
         )
+    for name, line, end_line, span in summary.constants:
+        ident = f"{path}:{name}"
+        by_id[ident] = Entity(ident, "constant", path, name, line, end_line, line, span)
     return list(by_id.values())
 
 
@@ -51,9 +70,9 @@ def value_id(value: Value, binder_scopes: dict[str, list[str]]) -> str | None:
 
 
 def edges(
-    summary: FileSummary, facts: FileFacts, ids_of: dict[str, list[str]]
-) -> tuple[set[Edge], dict[tuple[str, str], list[Span]]]:
-    """The edges whose source is an entity of this file, with call-site spans."""
+    summary: FileSummary, facts: FileFacts, ids_of: dict[str, list[str]], calls_of: CallsOf
+) -> tuple[set[Edge], dict[Edge, list[Span]]]:
+    """The edges whose source is an entity of this file, with the spans that make them."""
     path = summary.path
     ids = ids_of[path]
     out: set[Edge] = set()
@@ -68,14 +87,53 @@ def edges(
     for target in facts.imports:
         if target != path:
             out.add(Edge(IMPORTS, path, target))
-    sites: dict[tuple[str, str], list[Span]] = {}
+    sites: dict[Edge, list[Span]] = {}
+
+    def add(edge: Edge, spans: Iterable[Span]) -> None:
+        out.add(edge)
+        sites.setdefault(edge, []).extend(spans)
+
     for (idx, _kind), targets in facts.calls.items():
-        src = ids[idx]
         for target in targets:
             dst = value_id(target, ids_of)
-            if dst is None:
-                continue
-            out.add(Edge(CALLS, src, dst))
-            spans = facts.sites.get((idx, target), ())
-            sites.setdefault((src, dst), []).extend(spans)
+            if dst is not None:
+                add(Edge(CALLS, ids[idx], dst), facts.sites.get((idx, target), ()))
+    for (idx, target), spans in facts.refs.items():
+        dst = value_id(target, ids_of)
+        if dst is not None and dst != ids[idx]:
+            add(Edge(REFERENCES, ids[idx], dst), spans)
+    for (idx, kind, dst), spans in facts.dense.items():
+        add(Edge(kind, ids[idx], dst), spans)
+    if is_test_path(path):
+        for idx, scope in enumerate(summary.scopes):
+            if scope.kind == "function" and is_test_name(scope.name):
+                for dst, spans in _exercised(path, idx, calls_of, ids_of):
+                    add(Edge(TEST_REF, ids[idx], dst), spans)
     return out, sites
+
+
+def _exercised(
+    path: str, idx: int, calls_of: CallsOf, ids_of: dict[str, list[str]]
+) -> Iterable[tuple[str, list[Span]]]:
+    """What a test calls outside test code, directly or through one helper of test code
+    (a fixture factory, an assertion helper): spans are the test's own call sites."""
+    for target, spans in calls_of(path, idx):
+        if target[0] not in ("f", "c", "b"):
+            continue
+        if not is_test_path(target[1]):
+            dst = value_id(target, ids_of)
+            if dst is not None:
+                yield dst, spans
+            continue
+        if target[0] == "c" or is_test_name(_name(ids_of, target)):
+            continue
+        for inner, _inner_spans in calls_of(target[1], target[2]):
+            if inner[0] in ("f", "c", "b") and not is_test_path(inner[1]):
+                dst = value_id(inner, ids_of)
+                if dst is not None:
+                    yield dst, spans
+
+
+def _name(ids_of: dict[str, list[str]], value: Value) -> str:
+    ids = ids_of.get(value[1])
+    return ids[value[2]].rpartition(".")[2].rpartition(":")[2] if ids else ""

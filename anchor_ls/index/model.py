@@ -17,6 +17,14 @@ INHERITS = "inherits"
 IMPORTS = "imports"
 CONTAINS = "contains"
 STRUCTURAL_KINDS = (CALLS, INHERITS, IMPORTS, CONTAINS)
+# The dense tier and references (values, not calls), with DESIGN.md's targets.
+REFERENCES = "references"  # function/module -> a function or class it uses as a value
+ENV_VAR = "env_var"  # -> env:NAME
+IO_DEP = "io_dep"  # -> io:file|network|db|subprocess
+CONST_REF = "const_ref"  # -> another module's constant
+CONFIG_USAGE = "config_usage"  # -> the setting's constant, else setting:NAME
+TEST_REF = "test_ref"  # a test -> what it exercises, directly or through one helper
+DENSE_KINDS = (CONFIG_USAGE, ENV_VAR, CONST_REF, IO_DEP, TEST_REF, REFERENCES)
 
 ENTITY_KINDS = ("module", "class", "function", "method", "constant")
 
@@ -75,8 +83,8 @@ class Graph:
         self._by_file: dict[str, dict[str, Entity]] = defaultdict(dict)
         self._out: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self._in: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        # (src, dst) -> call-site spans in src's file, for call edges.
-        self._sites: dict[tuple[str, str], list[Span]] = {}
+        # edge -> where in src's file it is made (call sites, references, reads).
+        self._sites: dict[Edge, list[Span]] = {}
         # relpath -> edges whose facts come from that file (its sources).
         self._file_edges: dict[str, set[Edge]] = defaultdict(set)
 
@@ -98,9 +106,9 @@ class Graph:
     def in_degree(self, kind: str, dst: str) -> int:
         return len(self._in[kind].get(dst, ()))
 
-    def sites(self, src: str, dst: str) -> list[Span]:
-        """Where in src's file the calls of dst are (empty for other kinds)."""
-        return list(self._sites.get((src, dst), ()))
+    def sites(self, src: str, dst: str, kind: str = CALLS) -> list[Span]:
+        """Where in src's file the edge is made: its call sites, references or reads."""
+        return list(self._sites.get(Edge(kind, src, dst), ()))
 
     def files(self) -> list[str]:
         return sorted(p for p, ents in self._by_file.items() if ents)
@@ -153,7 +161,7 @@ class Graph:
             self.entities[ent.id] = ent
 
     def replace_file_edges(
-        self, relpath: str, edges: Iterable[Edge], sites: dict[tuple[str, str], list[Span]]
+        self, relpath: str, edges: Iterable[Edge], sites: dict[Edge, list[Span]]
     ) -> None:
         """Swap the edges derived from one file's source for a new set."""
         for old in self._file_edges.pop(relpath, set()):
@@ -164,7 +172,7 @@ class Graph:
             self._out[edge.kind][edge.src].add(edge.dst)
             self._in[edge.kind][edge.dst].add(edge.src)
         for key, spans in sites.items():
-            self._sites[key] = sorted(spans)
+            self._sites[key] = sorted(set(spans))
 
     def file_edges(self, relpath: str) -> set[Edge]:
         return set(self._file_edges.get(relpath, ()))
@@ -186,5 +194,4 @@ class Graph:
             inn.discard(edge.src)
             if not inn:
                 del self._in[edge.kind][edge.dst]
-        if edge.kind == CALLS:
-            self._sites.pop((edge.src, edge.dst), None)
+        self._sites.pop(edge, None)

@@ -18,11 +18,13 @@ from pathlib import Path
 
 from anchor_ls import __version__
 from anchor_ls.index import facts as factlib
-from anchor_ls.index.binder import Binder, FileFacts
+from anchor_ls.index.binder import Binder
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
-from anchor_ls.index.model import Edge, Entity, Graph, path_of
+from anchor_ls.index.model import CALLS, Edge, Entity, Graph, path_of
+from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
+from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.parse import summarize
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
 from anchor_ls.syntax.summary import FileSummary
@@ -283,7 +285,7 @@ class Index:
                 graph.replace_file_entities(rel, factlib.entities(summary))
             for rel, summary in self.binder.summaries.items():
                 self._note_binder_errors(rel)
-                edges, sites = factlib.edges(summary, self._facts[rel], self._ids)
+                edges, sites = factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
                 graph.replace_file_edges(rel, edges, sites)
         self.graph = graph
 
@@ -399,9 +401,11 @@ class Index:
         """Resolve files again until argument flow settles; returns files whose tags moved."""
         touched: set[str] = set()
         todo = sorted(p for p in paths if p in self.binder.summaries)
+        resolved: set[str] = set()
         self.binder.shrunk.clear()
         for _round in range(_MAX_ROUNDS + 1):  # as many rounds as a build: no stale facts
             grown: set[tuple[str, int]] = set()
+            resolved.update(todo)
             for rel in todo:
                 facts, contrib = self.binder.resolve_file(rel)
                 self._facts[rel] = facts
@@ -415,7 +419,36 @@ class Index:
             todo = sorted(p for p in redo if p in self.binder.summaries)
             if not todo:
                 break
+        # A test exercises what the test helpers it calls call: its test_ref edges follow them.
+        for rel in sorted(self._tests_calling_helpers_in(resolved) - resolved):
+            touched |= self._apply_edges(rel)
         return touched
+
+    def _tests_calling_helpers_in(self, paths: set[str]) -> set[str]:
+        out: set[str] = set()
+        with self.graph.lock:
+            for path in paths:
+                if not is_test_path(path):
+                    continue
+                for ent in self.graph.file_entities(path):
+                    if ent.kind in ("function", "method") and not is_test_name(ent.name):
+                        out.update(
+                            path_of(src)
+                            for src in self.graph.into(CALLS, ent.id)
+                            if is_test_path(path_of(src))
+                        )
+        return out
+
+    def _calls_of(self, path: str, idx: int) -> list[tuple[tuple, list]]:
+        """What one scope calls (and the call spans), from the binder's facts."""
+        facts = self._facts.get(path)
+        if facts is None:
+            return []
+        return [
+            (target, facts.sites.get((idx, target), []))
+            for kind in ("call", "property")
+            for target in facts.calls.get((idx, kind), ())
+        ]
 
     def _note_binder_errors(self, rel: str) -> None:
         errors = self._facts[rel].errors
@@ -426,7 +459,7 @@ class Index:
     def _apply_edges(self, rel: str) -> set[str]:
         self._note_binder_errors(rel)
         summary = self.binder.summaries[rel]
-        edges, sites = factlib.edges(summary, self._facts[rel], self._ids)
+        edges, sites = factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
         with self.graph.lock:
             old = self.graph.file_edges(rel)
             self.graph.replace_file_edges(rel, edges, sites)
@@ -501,10 +534,10 @@ class Index:
                 for rel in self.binder.summaries
             }
             sites = {
-                (e.src, e.dst): graph.sites(e.src, e.dst)
+                (e.kind, e.src, e.dst): spans
                 for rel in self.binder.summaries
                 for e in graph.file_edges(rel)
-                if e.kind == "calls"
+                if (spans := graph.sites(e.src, e.dst, e.kind))
             }
         stats = self.stats()
         return {
@@ -528,7 +561,7 @@ class Index:
                 graph.replace_file_entities(rel, [Entity(*e) for e in entities])
             for rel, (_entities, edges) in state["files"].items():
                 typed = {Edge(*e) for e in edges}
-                own = {(e.src, e.dst): sites[(e.src, e.dst)] for e in typed if e.kind == "calls"}
+                own = {e: sites[key] for e in typed if (key := (e.kind, e.src, e.dst)) in sites}
                 graph.replace_file_edges(rel, typed, own)
         self.graph = graph
         # Only problems of the files read now: not old listing or cache problems.

@@ -34,6 +34,13 @@ _COMPREHENSIONS = frozenset(
 )
 _MUTATORS = frozenset({"append", "add", "insert", "extend", "update", "setdefault"})
 _SEQUENCES = frozenset({"list", "tuple", "set", "expression_list", "pattern_list"})
+# Builtins whose arguments are inspected, not kept: passing a class there is no reference.
+_NOT_A_USE = frozenset(
+    {"isinstance", "issubclass", "super", "hasattr", "getattr", "setattr", "delattr", "type"}
+    | {"callable", "id", "repr", "print", "vars", "len"}
+)
+_TYPE_FACTORIES = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType"})
+_KEYED_NAMES = frozenset({"environ", "environb", "config"})
 _TARGET_SEQUENCES = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"})
 
 
@@ -58,6 +65,7 @@ def summarize(relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES) -> File
         walker.module(root)
     summary = FileSummary(relpath, walker.scopes, max(line_count, 1), encoding=decoded.encoding)
     summary.all_names = walker.all_names
+    summary.constants = walker.constants
     if decoded.warning:
         summary.problems.append(("decode", decoded.warning))
     if tree.root_node.has_error:
@@ -144,6 +152,8 @@ class _Walker:
         self.block_counter = 0
         self.stmt_pos = 0
         self.all_names: list[str] | None = None
+        self.constants: list[tuple[str, int, int, Span]] = []
+        self.no_refs = False  # inside `isinstance(...)` arguments or an `except` clause
 
     # ----- helpers ------------------------------------------------------
     def text(self, node: Node) -> str:
@@ -164,6 +174,19 @@ class _Walker:
             self.scopes[0].bindings.append(Binding(name, value, pos, (-1,)))
             return
         scope.bindings.append(Binding(name, value, pos, self.blocks))
+
+    def use(self, tag: str, expr: Expr, node: Node) -> None:
+        self.scope.uses.append((tag, expr, _span(node), node.start_byte, self.blocks))
+
+    def value(self, node: Node | None) -> Expr:
+        """An expression in a value position: a bare name or attribute there is a reference."""
+        expr = self.expr(node)
+        if node is not None and not self.no_refs:
+            if node.type == "identifier":
+                self.use("r", expr, node)
+            elif node.type == "attribute" and expr[0] == "a":
+                self.use("r", expr, node.child_by_field_name("attribute") or node)
+        return expr
 
     def in_block(self, node: Node | None, blocks: tuple[int, ...] | None = None) -> None:
         if node is None:
@@ -266,12 +289,16 @@ class _Walker:
                     if part.type == "block":
                         self.body(part)
                     elif part.type == "as_pattern":
+                        self.no_refs = True
                         caught = self.expr(part.named_children[0])
+                        self.no_refs = False
                         alias = part.child_by_field_name("alias")
                         if alias is not None:
                             self.target(alias, ("ex", caught), child.start_byte)
                     else:
+                        self.no_refs = True
                         self.expr(part)
+                        self.no_refs = False
                 self.blocks = saved
             elif t in ("else_clause", "finally_clause"):
                 body = child.child_by_field_name("body")
@@ -304,7 +331,7 @@ class _Walker:
 
     def s_return(self, node: Node) -> None:
         for child in node.named_children:
-            self.scope.return_values.append(self.expr(child))
+            self.scope.return_values.append(self.value(child))
 
     def s_global(self, node: Node) -> None:
         for child in node.named_children:
@@ -437,7 +464,7 @@ class _Walker:
                     name_node = child.named_children[0]
                 ann = self.annotation(child.child_by_field_name("type"))
                 default = child.child_by_field_name("value")
-                value = self.expr(default) if default is not None else None
+                value = self.value(default) if default is not None else None
                 if name_node.type == "list_splat_pattern":
                     params.append(Param(self.text(name_node).lstrip("*"), "star", ann, None))
                     kind = "kwonly"
@@ -478,13 +505,21 @@ class _Walker:
             value = self.assignment(right)
         elif right.type == "lambda" and left is not None and left.type == "identifier":
             value = self.named_lambda(right, self.text(left))
+        elif left is not None and (left.type != "identifier" or self.scope.kind == "class"):
+            value = self.value(right)  # `obj.handler = f`, `registry[k] = f`, `form_class = F`
         else:
             value = self.expr(right)
         if ann is not None:
             value = ("or", (value, ("an", ann))) if right is not None else ("an", ann)
         if left is not None:
-            if left.type == "identifier" and self.text(left) == "__all__" and self.cur == 0:
-                self.record_all(value)
+            if left.type == "identifier" and self.cur == 0:
+                name = self.text(left)
+                if name == "__all__":
+                    self.record_all(value)
+                elif is_constant_name(name) and not _is_type_variable(value):
+                    self.constants.append(
+                        (name, node.start_point[0] + 1, _end_line(node), _span(left))
+                    )
             self.target(left, value, pos)
         return value
 
@@ -565,7 +600,10 @@ class _Walker:
             return UNKNOWN
         t = node.type
         if t == "identifier":
-            return ("n", self.text(node))
+            name = self.text(node)
+            if read and is_constant_name(name):
+                self.use("n", ("n", name), node)
+            return ("n", name)
         if t == "attribute":
             attr = node.child_by_field_name("attribute")
             base = self.expr(node.child_by_field_name("object"))
@@ -585,7 +623,7 @@ class _Walker:
         if t in _COMPREHENSIONS:
             return self.comprehension(node)
         if t in _SEQUENCES:
-            return ("l", tuple(self.expr(c) for c in node.named_children))
+            return ("l", tuple(self.value(c) for c in node.named_children))
         for child in node.named_children:
             self.expr(child)
         return UNKNOWN
@@ -596,6 +634,9 @@ class _Walker:
         args: list[Expr] = []
         kwargs: list[tuple[str, Expr]] = []
         arguments = node.child_by_field_name("arguments")
+        saved_no_refs = self.no_refs
+        if func[0] == "n" and func[1] in _NOT_A_USE:
+            self.no_refs = True
         if arguments is not None:
             if arguments.type == "generator_expression":
                 args.append(self.expr(arguments))
@@ -604,7 +645,7 @@ class _Walker:
                     at = arg.type
                     if at == "keyword_argument":
                         name = arg.child_by_field_name("name")
-                        value = self.expr(arg.child_by_field_name("value"))
+                        value = self.value(arg.child_by_field_name("value"))
                         if name is not None:
                             kwargs.append((self.text(name), value))
                     elif at == "list_splat":
@@ -612,7 +653,8 @@ class _Walker:
                     elif at == "dictionary_splat":
                         kwargs.append(("**", self.expr(arg.named_children[0])))
                     elif at != "comment":
-                        args.append(self.expr(arg))
+                        args.append(self.value(arg))
+        self.no_refs = saved_no_refs
         targs, tkwargs = tuple(args), tuple(kwargs)
         if func[0] == "a" and func[1][0] == "n" and func[2] in _MUTATORS:
             self.mutation_call(func[1][1], func[2], targs, tkwargs, node.end_byte)
@@ -684,7 +726,7 @@ class _Walker:
         for child in node.named_children:
             if child.type == "pair":
                 key = self.expr(child.child_by_field_name("key"))
-                pairs.append((key, self.expr(child.child_by_field_name("value"))))
+                pairs.append((key, self.value(child.child_by_field_name("value"))))
             else:
                 self.expr(child)
         return ("d", tuple(pairs))
@@ -695,7 +737,10 @@ class _Walker:
         for k in node.children_by_field_name("subscript"):
             value = self.expr(k)
             keys.append(("sl",) if k.type == "slice" else value)
-        return ("s", base, keys[0] if keys else UNKNOWN)
+        expr = ("s", base, keys[0] if keys else UNKNOWN)
+        if keys and keys[0][0] == "k" and _keyed_base(base):
+            self.use("s", expr, node.children_by_field_name("subscript")[0])
+        return expr
 
     def e_parenthesized(self, node: Node) -> Expr:
         inner = node.named_children
@@ -801,6 +846,22 @@ class _Walker:
             parts = [self.type_expr(_unwrap_type(c)) for c in node.named_children]
             return ("l", tuple(p for p in parts if p is not None))
         return None
+
+
+def is_constant_name(name: str) -> bool:
+    """UPPER_CASE, as PEP 8 names module constants (single letters are type variables)."""
+    return len(name) > 1 and name.isupper() and not name.startswith("__")
+
+
+def _is_type_variable(value: Expr) -> bool:
+    return value[0] == "c" and value[1][-1] in _TYPE_FACTORIES
+
+
+def _keyed_base(base: Expr) -> bool:
+    """`os.environ[...]`, `environ[...]`, `app.config[...]`: the subscripts dense facts read."""
+    if base[0] == "a":
+        return base[2] in _KEYED_NAMES
+    return base[0] == "n" and base[1] in _KEYED_NAMES
 
 
 def _end_line(node: Node) -> int:

@@ -91,6 +91,12 @@ class Scope:
     mutations: list[tuple[str, Expr, int]] = field(default_factory=list)
     global_names: set[str] = field(default_factory=set)
     star_imports: list[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
+    # Value uses for the dense facts, (tag, expr, span, pos, blocks); tag:
+    #   "r" a name or attribute used as a value (an argument, a container item, an
+    #       attribute or class-level assignment, a default, a return value): a reference
+    #   "n" a read of an UPPER_CASE name (a module constant, maybe imported)
+    #   "s" `x.environ["K"]` / `x.config["K"]`: expr is the subscript, its key a constant
+    uses: list[tuple[str, Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     is_async: bool = False
 
 
@@ -101,4 +107,6 @@ class FileSummary:
     line_count: int
     all_names: list[str] | None = None  # a literal __all__
     problems: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
+    # module-level UPPER_CASE assignments: (name, line, end_line, name span)
+    constants: list[tuple[str, int, int, Span]] = field(default_factory=list)
     encoding: str = "utf-8"

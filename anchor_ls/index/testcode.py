@@ -1,0 +1,24 @@
+"""Which code is test code, by the pytest and unittest layout conventions.
+
+Tests get their own relation (test_ref): a helper called from hundreds of tests
+should not list them among its callers.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|testing|[^/]*_tests?)/")
+_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|tests|conftest)\.pyi?$")
+
+
+@lru_cache(maxsize=65536)
+def is_test_path(relpath: str) -> bool:
+    """Files under a test/tests/testing folder, test_*.py, *_test.py, tests.py, conftest.py."""
+    return bool(_TEST_DIR.search(relpath) or _TEST_FILE.search(relpath))
+
+
+def is_test_name(name: str) -> bool:
+    """A function or method pytest and unittest collect as a test."""
+    return name.startswith("test")
