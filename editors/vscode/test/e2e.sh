@@ -4,6 +4,10 @@
 # checks that anchor-ls's inlay hints and code lenses render, that a lens opens the
 # references view and that the palette commands reach the server.
 #
+# Usage: e2e.sh              install what is missing, then run the test
+#        e2e.sh --prepare    only install (apt, .vsix, code-server, playwright-core): no
+#                            Python needed; scripts/test.sh runs this while pytest runs
+#
 # Needs: Node 20 + npm, apt (as root, for Chromium and build headers) and a Python with
 # anchor-ls installed: ANCHOR_LS_PYTHON (default python3).
 # Everything it installs goes to editors/vscode/.e2e/ (git-ignored) or comes from apt;
@@ -25,52 +29,129 @@ CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 PY="${ANCHOR_LS_PYTHON:-python3}"
 T0=$SECONDS
 
+case "${1:-}" in
+  "") MODE=run ;;
+  --prepare) MODE=prepare ;;
+  *) echo "usage: $0 [--prepare]" >&2; exit 2 ;;
+esac
+
 log() { printf '[e2e %4ds] %s\n' "$((SECONDS - T0))" "$*"; }
 die() { log "FAIL: $*"; exit 1; }
 
 mkdir -p "$E2E"
 
-# --- 0. the Python that runs the server -------------------------------------------------
-PY_ABS="$(command -v "$PY" || true)"
-[ -n "$PY_ABS" ] || die "ANCHOR_LS_PYTHON=$PY is not an executable"
-# A pyenv shim resolves its interpreter from the cwd; take the real one.
-PY_ABS="$("$PY_ABS" -c 'import sys; print(sys.executable)')"
-"$PY_ABS" -c 'import anchor_ls.server' 2>/dev/null \
-  || die "anchor-ls (with its server) is not importable by $PY_ABS; install the checkout there: $PY_ABS -m pip install -e $REPO"
-log "server interpreter: $PY_ABS"
+# --- cleanup: every process group this script starts, and the run directory -------------
+RUN=""
+PGIDS=()
+# Pids whose command line mentions $1 (from /proc: pgrep may not be installed).
+pids_with() {
+  local f cmd
+  for f in /proc/[0-9]*/cmdline; do
+    cmd="$(tr '\0' ' ' 2>/dev/null <"$f")" || continue   # gone since the glob: skip
+    if [[ "$cmd" == *"$1"* ]]; then f="${f#/proc/}"; echo "${f%/cmdline}"; fi
+  done
+  return 0
+}
+cleanup() {
+  local rc=$?
+  # code-server, its extension host and the language server share code-server's group;
+  # the driver and the background .vsix build have their own. Playwright starts Chromium
+  # in a group of its own too: those processes are found by this run's profile directory.
+  local pids=""
+  [ -z "$RUN" ] || pids="$(pids_with "$RUN/chromium")"
+  for pg in "${PGIDS[@]}"; do
+    kill -TERM -- "-$pg" 2>/dev/null || true
+  done
+  for _ in $(seq 1 50); do
+    local alive=0
+    for pg in "${PGIDS[@]}"; do kill -0 -- "-$pg" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for pg in "${PGIDS[@]}"; do
+    kill -KILL -- "-$pg" 2>/dev/null || true
+  done
+  [ -z "$RUN" ] || pids="$pids $(pids_with "$RUN/chromium")"
+  for pid in $pids; do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  if [ -n "$RUN" ]; then
+    if [ "${E2E_KEEP:-}" = 1 ] || [ $rc -ne 0 ]; then
+      log "run directory kept: $RUN"
+    else
+      rm -rf "$RUN"
+    fi
+  fi
+  log "done in $((SECONDS - T0))s (exit $rc)"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-# --- 1. system packages -----------------------------------------------------------------
+# --- 0. the Python that runs the server -------------------------------------------------
+if [ "$MODE" = run ]; then
+  PY_ABS="$(command -v "$PY" || true)"
+  [ -n "$PY_ABS" ] || die "ANCHOR_LS_PYTHON=$PY is not an executable"
+  # A pyenv shim resolves its interpreter from the cwd; take the real one.
+  PY_ABS="$("$PY_ABS" -c 'import sys; print(sys.executable)')"
+  "$PY_ABS" -c 'import anchor_ls.server' 2>/dev/null \
+    || die "anchor-ls (with its server) is not importable by $PY_ABS; install the checkout there: $PY_ABS -m pip install -e $REPO"
+  log "server interpreter: $PY_ABS"
+fi
+
+# --- 1. the extension and playwright-core (npm only: in the background) -----------------
+# Neither needs the apt packages below, so they download while apt and code-server do.
+VSIX="$HERE/anchor-ls.vsix"
+build_vsix() {
+  # Rebuilt when missing, older than its sources, or not a whole zip (an interrupted build).
+  if [ ! -f "$VSIX" ] || [ -n "$(find "$HERE/src" "$HERE/package.json" "$HERE/package-lock.json" \
+        "$HERE/README.md" "$HERE/media" -newer "$VSIX" -print -quit)" ] \
+      || ! python3 -m zipfile -t "$VSIX" >/dev/null 2>&1; then
+    log "building the .vsix (npm ci && npm run package)"
+    rm -f "$VSIX"
+    (cd "$HERE" \
+      && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+           npm ci --no-audit --no-fund >"$E2E/npm-ci.log" 2>&1; fi \
+      && npm run package >"$E2E/package.log" 2>&1) \
+      || { tail -30 "$E2E/npm-ci.log" "$E2E/package.log" 2>/dev/null; log "building the .vsix failed"; return 1; }
+    log "vsix built: $VSIX"
+  fi
+  if [ ! -f "$E2E/pw/.complete-$PW_VERSION" ]; then
+    log "installing playwright-core $PW_VERSION"
+    rm -rf "$E2E/pw" && mkdir -p "$E2E/pw"
+    (cd "$E2E/pw" && echo '{"name":"anchor-ls-e2e-driver","private":true}' >package.json \
+      && npm install --no-audit --no-fund --save-exact "playwright-core@$PW_VERSION") \
+      >"$E2E/pw-install.log" 2>&1 \
+      || { tail -20 "$E2E/pw-install.log"; log "installing playwright-core failed"; return 1; }
+    touch "$E2E/pw/.complete-$PW_VERSION"
+  fi
+}
+# Its own process group (stopped on exit); T0 shifted so that its log shares our clock.
+HERE="$HERE" E2E="$E2E" VSIX="$VSIX" PW_VERSION="$PW_VERSION" T0="$((T0 - SECONDS))" \
+  setsid bash -c "$(declare -f log build_vsix); set -euo pipefail; build_vsix" &
+NPM_JOB=$!
+PGIDS+=($NPM_JOB)
+
+# --- 2. system packages -----------------------------------------------------------------
+CS_BIN="$E2E/cs/node_modules/.bin/code-server"
+CS_DONE="$E2E/cs/.complete-$CS_VERSION"   # written last: an interrupted install is redone
 need_apt=()
 [ -x "$CHROMIUM" ] || need_apt+=(chromium fonts-dejavu-core)
 [ -x /usr/bin/rg ] || need_apt+=(ripgrep)
-if [ ! -x "$E2E/cs/node_modules/.bin/code-server" ]; then
+if [ ! -f "$CS_DONE" ]; then
   command -v krb5-config >/dev/null || need_apt+=(libkrb5-dev)
   command -v g++ >/dev/null && command -v make >/dev/null || need_apt+=(build-essential)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >"$E2E/apt.log" 2>&1 \
-    || { tail -20 "$E2E/apt.log"; die "apt-get install failed"; }
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need_apt[@]}"; } \
+    >"$E2E/apt.log" 2>&1 || { tail -20 "$E2E/apt.log"; die "apt-get install failed"; }
+  log "apt-get done"
 fi
 export CHROMIUM
 
-# --- 2. the extension -------------------------------------------------------------------
-VSIX="$HERE/anchor-ls.vsix"
-if [ ! -f "$VSIX" ] || [ -n "$(find "$HERE/src" "$HERE/package.json" -newer "$VSIX" -print -quit)" ]; then
-  log "building the .vsix (npm ci && npm run package)"
-  (cd "$HERE" \
-    && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-         npm ci --no-audit --no-fund >"$E2E/npm-ci.log" 2>&1; fi \
-    && npm run package >"$E2E/package.log" 2>&1) \
-    || { tail -30 "$E2E/npm-ci.log" "$E2E/package.log" 2>/dev/null; die "building the .vsix failed"; }
-fi
-log "vsix: $VSIX"
-
-# --- 3. code-server and playwright-core -------------------------------------------------
-CS_BIN="$E2E/cs/node_modules/.bin/code-server"
-if [ ! -x "$CS_BIN" ] || [ "$("$CS_BIN" --version 2>/dev/null | head -1 | cut -d' ' -f1)" != "$CS_VERSION" ]; then
+# --- 3. code-server ---------------------------------------------------------------------
+if [ ! -f "$CS_DONE" ] || [ ! -x "$CS_BIN" ]; then
   log "installing code-server $CS_VERSION (a few minutes, once)"
   rm -rf "$E2E/cs" && mkdir -p "$E2E/cs" "$E2E/tmp"
   # @vscode/ripgrep downloads a prebuilt rg from the internet unless its cache holds the
@@ -95,61 +176,17 @@ if [ ! -x "$CS_BIN" ] || [ "$("$CS_BIN" --version 2>/dev/null | head -1 | cut -d
     || { tail -40 "$E2E/code-server-install.log"; die "installing code-server failed"; }
   [ -x "$E2E/cs/node_modules/code-server/lib/vscode/node_modules/@vscode/ripgrep/bin/rg" ] \
     || die "code-server installed without ripgrep (see $E2E/code-server-install.log)"
+  touch "$CS_DONE"
 fi
 log "code-server $("$CS_BIN" --version | head -1)"
 
-if [ ! -d "$E2E/pw/node_modules/playwright-core" ]; then
-  log "installing playwright-core $PW_VERSION"
-  mkdir -p "$E2E/pw"
-  (cd "$E2E/pw" && echo '{"name":"anchor-ls-e2e-driver","private":true}' >package.json \
-    && npm install --no-audit --no-fund --save-exact "playwright-core@$PW_VERSION") \
-    >"$E2E/pw-install.log" 2>&1 || { tail -20 "$E2E/pw-install.log"; die "installing playwright-core failed"; }
-fi
+wait $NPM_JOB || die "the .vsix build or the playwright-core install failed"
+PGIDS=()
+log "vsix: $VSIX"
+[ "$MODE" = run ] || { log "prepared"; exit 0; }
 
 # --- 4. a fresh profile, the extension and a copy of the fixture ------------------------
 RUN="$(mktemp -d "${TMPDIR:-/tmp}/anchor-ls-e2e.XXXXXX")"
-PGIDS=()
-# Pids whose command line mentions $1 (from /proc: pgrep may not be installed).
-pids_with() {
-  local f cmd
-  for f in /proc/[0-9]*/cmdline; do
-    cmd="$(tr '\0' ' ' <"$f" 2>/dev/null)" || continue
-    if [[ "$cmd" == *"$1"* ]]; then f="${f#/proc/}"; echo "${f%/cmdline}"; fi
-  done
-  return 0
-}
-cleanup() {
-  local rc=$?
-  # code-server, its extension host and the language server share code-server's group;
-  # the driver has its own. Playwright starts Chromium in a group of its own too: those
-  # processes are found by this run's profile directory.
-  local pids
-  pids="$(pids_with "$RUN/chromium")"
-  for pg in "${PGIDS[@]}"; do
-    kill -TERM -- "-$pg" 2>/dev/null || true
-  done
-  for _ in $(seq 1 50); do
-    local alive=0
-    for pg in "${PGIDS[@]}"; do kill -0 -- "-$pg" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.1
-  done
-  for pg in "${PGIDS[@]}"; do
-    kill -KILL -- "-$pg" 2>/dev/null || true
-  done
-  pids="$pids $(pids_with "$RUN/chromium")"
-  for pid in $pids; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  if [ "${E2E_KEEP:-}" = 1 ] || [ $rc -ne 0 ]; then
-    log "run directory kept: $RUN"
-  else
-    rm -rf "$RUN"
-  fi
-  log "done in $((SECONDS - T0))s (exit $rc)"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 FIXTURE="${E2E_FIXTURE:-$REPO/fixtures/example}"
 WS="$RUN/workspace"
@@ -205,6 +242,7 @@ cat >"$RUN/data/User/settings.json" <<JSON
   "editor.inlayHints.enabled": "on",
   "editor.inlayHints.maximumLength": 0,
   "editor.codeLens": true,
+  "editor.minimap.enabled": false,
   "anchorLs.trace.server": "messages",
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
@@ -233,14 +271,15 @@ mkdir -p "$HOME"
 setsid "$CS_BIN" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none \
   --disable-telemetry --disable-update-check --disable-workspace-trust \
   --disable-getting-started-override --ignore-last-opened "$WS" >"$RUN/code-server.log" 2>&1 &
-PGIDS+=($!)
+CS_PID=$!
+PGIDS+=($CS_PID)
 healthy() {
   python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
     "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1
 }
 for _ in $(seq 1 120); do
   healthy && break
-  kill -0 "${PGIDS[0]}" 2>/dev/null || { cat "$RUN/code-server.log"; die "code-server exited"; }
+  kill -0 "$CS_PID" 2>/dev/null || { cat "$RUN/code-server.log"; die "code-server exited"; }
   sleep 0.5
 done
 healthy || die "code-server did not come up"
