@@ -7,6 +7,7 @@ definition and call outside the broken region (Python's `ast` would give none).
 from __future__ import annotations
 
 import re
+import sys
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Range
@@ -154,6 +155,7 @@ class _Walker:
         self.all_names: list[str] | None = None
         self.constants: list[tuple[str, int, int, Span]] = []
         self.no_refs = False  # inside `isinstance(...)` arguments or an `except` clause
+        self.name_exprs: dict[str, Expr] = {}
 
     # ----- helpers ------------------------------------------------------
     def text(self, node: Node) -> str:
@@ -168,12 +170,20 @@ class _Walker:
         return (*self.blocks, self.block_counter)
 
     def bind(self, name: str, value: Expr, pos: int) -> None:
+        name = sys.intern(name)
         scope = self.scope
         if name in scope.global_names and scope.kind != "module":
             # `global x; x = ...` binds in the module, but never dominates its uses there.
             self.scopes[0].bindings.append(Binding(name, value, pos, (-1,)))
             return
         scope.bindings.append(Binding(name, value, pos, self.blocks))
+
+    def name_expr(self, name: str) -> Expr:
+        """One shared ("n", name) per name and file: a summary holds thousands of `self`."""
+        expr = self.name_exprs.get(name)
+        if expr is None:
+            expr = self.name_exprs[name] = ("n", sys.intern(name))
+        return expr
 
     def use(self, tag: str, expr: Expr, node: Node) -> None:
         self.scope.uses.append((tag, expr, _span(node), node.start_byte, self.blocks))
@@ -480,9 +490,7 @@ class _Walker:
             elif t == "keyword_separator":
                 kind = "kwonly"
             elif t == "positional_separator":
-                for p in params:
-                    if p.kind == "pos":
-                        p.kind = "posonly"
+                params = [p._replace(kind="posonly") if p.kind == "pos" else p for p in params]
         return params
 
     def annotation(self, node: Node | None) -> Expr | None:
@@ -600,16 +608,16 @@ class _Walker:
             return UNKNOWN
         t = node.type
         if t == "identifier":
-            name = self.text(node)
-            if read and is_constant_name(name):
-                self.use("n", ("n", name), node)
-            return ("n", name)
+            value = self.name_expr(self.text(node))
+            if read and is_constant_name(value[1]):
+                self.use("n", value, node)
+            return value
         if t == "attribute":
             attr = node.child_by_field_name("attribute")
             base = self.expr(node.child_by_field_name("object"))
             if attr is None:
                 return UNKNOWN
-            value = ("a", base, self.text(attr))
+            value = ("a", base, sys.intern(self.text(attr)))
             if read:
                 self.scope.attr_reads.append((value, _span(attr), node.start_byte, self.blocks))
             return value
