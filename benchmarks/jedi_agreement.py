@@ -30,6 +30,7 @@ import jedi
 
 from anchor_ls.index.facts import scope_ids
 from anchor_ls.index.repository import Index
+from anchor_ls.syntax.summary import scope_bodies
 
 DATA = Path(__file__).resolve().parent / ".data"
 STDLIB = sysconfig.get_paths()["stdlib"]
@@ -98,8 +99,10 @@ class Corpus:
         """Every call site worth asking about: (relpath, src id, CallSite)."""
         out = []
         for rel, summary in sorted(self.index.binder.summaries.items()):
-            for scope, src in zip(summary.scopes, scope_ids(summary), strict=True):
-                out += [(rel, src, s) for s in scope.calls if called_name(s.func) in self.names]
+            for (calls, _reads, _uses), src in zip(
+                scope_bodies(summary), scope_ids(summary), strict=True
+            ):
+                out += [(rel, src, s) for s in calls if called_name(s.func) in self.names]
         return out
 
     def binder_targets(self, src: str, site: object) -> set[str]:

@@ -23,14 +23,14 @@ from __future__ import annotations
 import builtins
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from anchor_ls.index import dense
 from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values
 from anchor_ls.index.testcode import is_test_path
-from anchor_ls.syntax.summary import Binding, CallSite, Expr, FileSummary, Scope
+from anchor_ls.syntax.summary import Binding, CallSite, Expr, FileSummary, Scope, scope_bodies
 
 _BUILTINS = frozenset(dir(builtins))
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
@@ -192,6 +192,10 @@ class Binder:
         pos: int | None,
         blocks: tuple[int, ...],
     ) -> Values:
+        if len(bindings) == 1:  # most names: the one binding reaches every use
+            values = self.binding_values(path, idx, bindings[0])
+            added = self.mutation_values(path, idx, name)
+            return _cap(values | added) if added else _cap(values)
         key = (path, idx, name, pos, blocks)
         cached = self._lookup_cache.get(key)
         if cached is not None:
@@ -935,20 +939,22 @@ class Binder:
             facts.forget_scopes(scopes)
             chosen = sorted(scopes)
             whole = False
+        bodies = scope_bodies(summary)
         for idx in chosen:
             scope = summary.scopes[idx]
+            calls, attr_reads, uses = bodies[idx]
             counts = facts.counts[idx] = [0, 0, 0]
             contrib: dict = defaultdict(lambda: defaultdict(set))
             try:
                 if whole and scope.kind == "class":
                     facts.bases[idx] = [v for v in self.class_bases((path, idx)) if v[0] == "c"]
-                for site in scope.calls:
+                for site in calls:
                     self._resolve_site(path, idx, site, facts, counts, contrib)
-                if scope.attr_reads:
-                    self._resolve_property_reads(path, idx, scope, facts)
-                    dense.resolve_attribute_reads(self, path, idx, scope, facts)
-                if scope.uses:
-                    dense.resolve_uses(self, path, idx, scope, facts)
+                if attr_reads:
+                    self._resolve_property_reads(path, idx, attr_reads, facts)
+                    dense.resolve_attribute_reads(self, path, idx, attr_reads, facts)
+                if uses:
+                    dense.resolve_uses(self, path, idx, uses, facts)
             except RecursionError:  # a chain of values too long to follow: leave it unlinked
                 counts[2] += 1
             except Exception as err:  # a binder bug must cost one scope, never the index
@@ -1072,9 +1078,11 @@ class Binder:
             self._setting_defs = dict(defs)
         return self._setting_defs
 
-    def _resolve_property_reads(self, path: str, idx: int, scope: Scope, facts: FileFacts) -> None:
+    def _resolve_property_reads(
+        self, path: str, idx: int, attr_reads: Sequence[tuple], facts: FileFacts
+    ) -> None:
         wanted = self.property_names()
-        for expr, span, pos, blocks in scope.attr_reads:
+        for expr, span, pos, blocks in attr_reads:
             if expr[2] not in wanted:
                 continue
             implicit: list[Value] = []

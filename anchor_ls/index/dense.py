@@ -7,13 +7,14 @@ function), never a name alone. Kinds and targets are those of DESIGN.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from anchor_ls.index.decorators import decorator_kind
 from anchor_ls.index.model import CONFIG_USAGE, CONST_REF, ENV_VAR, IO_DEP
 from anchor_ls.index.state import Ctx, FileFacts, Value, Values
 from anchor_ls.syntax.parse import is_constant_name
-from anchor_ls.syntax.summary import CallSite, Scope
+from anchor_ls.syntax.summary import CallSite
 
 if TYPE_CHECKING:
     from anchor_ls.index.binder import Binder
@@ -232,10 +233,12 @@ def external_call(
             facts.dense[(idx, CONFIG_USAGE, f"setting:{key}")].append(site.span)
 
 
-def resolve_uses(binder: Binder, path: str, idx: int, scope: Scope, facts: FileFacts) -> None:
+def resolve_uses(
+    binder: Binder, path: str, idx: int, uses: Sequence[tuple], facts: FileFacts
+) -> None:
     """References, constant reads and keyed reads (`os.environ["K"]`) of one scope."""
     names = binder.value_names()
-    for tag, expr, span, pos, blocks in scope.uses:
+    for tag, expr, span, pos, blocks in uses:
         if tag == "r":
             if (expr[1] if expr[0] == "n" else expr[2]) not in names:
                 continue
@@ -261,10 +264,11 @@ def resolve_uses(binder: Binder, path: str, idx: int, scope: Scope, facts: FileF
 
 
 def resolve_attribute_reads(
-    binder: Binder, path: str, idx: int, scope: Scope, facts: FileFacts
+    binder: Binder, path: str, idx: int, attr_reads: Sequence[tuple], facts: FileFacts
 ) -> None:
     """`config.TIMEOUT` (a module constant) and `settings.DEBUG` (a setting)."""
-    for expr, span, pos, blocks in scope.attr_reads:
+    local = binder.scope(path, idx).kind != "module"
+    for expr, span, pos, blocks in attr_reads:
         name = expr[2]
         constant = is_constant_name(name)
         base = expr[1]
@@ -276,7 +280,7 @@ def resolve_attribute_reads(
                 origin = binder.module_constant(value[1], name)
                 if origin is not None and origin[0] != path:
                     facts.dense[(idx, CONST_REF, f"{origin[0]}:{origin[1]}")].append(span)
-        if scope.kind != "module" and base[0] == "n" and base[1] in binder.names(path, idx):
+        if local and base[0] == "n" and base[1] in binder.names(path, idx):
             # a local object is not the module-level config object the issue means
             owner = frozenset(v for v in owner if v[0] == "x")
         for target in settings_targets(binder, owner, name):

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from anchor_ls import __version__
@@ -27,12 +28,13 @@ from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.parse import summarize
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
-from anchor_ls.syntax.summary import FileSummary
+from anchor_ls.syntax.summary import FileSummary, pack_bodies
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
 _MAX_ROUNDS = 6  # argument facts flow one call deeper per round
 _PARALLEL_MIN_FILES = 64
+_SERVED_MIN_FILES = 200  # a fork server's start-up is worth it from about here
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,18 +234,28 @@ class Index:
         return summaries, len(fresh), cached
 
     def _summarize_many(self, todo: list[str]) -> Iterable[tuple[str, bytes | Problem]]:
-        jobs = [(rel, self._sources[rel], self.max_file_bytes) for rel in todo]
-        if self.workers > 1 and len(jobs) >= _PARALLEL_MIN_FILES:
-            try:
-                import multiprocessing
+        """Summaries of todo, in order, parsed by `workers` processes when it pays.
 
-                ctx = multiprocessing.get_context("fork")
-                with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
-                    yield from zip(todo, pool.map(_summarize_job, jobs, chunksize=16), strict=True)
+        The processes are forked only when this process runs one thread (the CLI): forking
+        a threaded process (the language server) can leave a child waiting forever on a
+        lock another thread held. There they come from a fork server, a clean process
+        that forks, which costs a start-up (so it pays only for more files).
+        """
+        jobs = [(rel, self._sources[rel], self.max_file_bytes) for rel in todo]
+        done = 0
+        context = _pool_context(len(jobs)) if self.workers > 1 else None
+        if context is not None:
+            try:
+                with ProcessPoolExecutor(self.workers, mp_context=context) as pool:
+                    for rel, result in zip(
+                        todo, pool.map(_summarize_job, jobs, chunksize=16), strict=True
+                    ):
+                        yield rel, result
+                        done += 1
                 return
             except (OSError, RuntimeError):
-                pass  # no fork here: parse in this process
-        for job in jobs:
+                pass  # no processes here (or one died): parse the rest in this process
+        for job in jobs[done:]:
             yield job[0], _summarize_job(job)
 
     def _note_summary_problems(self, summary: FileSummary) -> None:
@@ -295,7 +307,7 @@ class Index:
         data = _encode_buffer(text) if isinstance(text, str) else text
         with self.lock, _gc_paused():
             try:
-                summary = summarize(relpath, data, limit=self.max_file_bytes)
+                summary = pack_bodies(summarize(relpath, data, limit=self.max_file_bytes))
             except UnreadableSource as err:
                 self._problem(relpath, err.kind, str(err))
                 return self._remove(relpath)
@@ -682,6 +694,21 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _pool_context(files: int) -> BaseContext | None:
+    """How to start parse workers for `files` files, or None to parse in this process."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if threading.active_count() == 1 and "fork" in methods:
+        return multiprocessing.get_context("fork") if files >= _PARALLEL_MIN_FILES else None
+    if files < _SERVED_MIN_FILES:
+        return None
+    for method in ("forkserver", "spawn"):
+        if method in methods:
+            return multiprocessing.get_context(method)
+    return None
+
+
 def _summarize_job(job: tuple[str, bytes, int]) -> bytes | Problem:
     gc.disable()  # a worker process: summaries are short-lived acyclic data
     rel, data, limit = job
@@ -691,7 +718,7 @@ def _summarize_job(job: tuple[str, bytes, int]) -> bytes | Problem:
         return Problem(rel, err.kind, str(err))
     except RecursionError:
         return Problem(rel, "too-deep", "nesting too deep to read; skipped")
-    return pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(pack_bodies(summary), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _interface(summary: FileSummary) -> int:

@@ -30,6 +30,8 @@ Expressions are small tuples (the binder's IR), tagged by their first item:
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -78,13 +80,14 @@ class Scope:
     params: list[Param] = field(default_factory=list)
     returns: Expr | None = None  # return annotation
     bindings: list[Binding] = field(default_factory=list)
-    calls: list[CallSite] = field(default_factory=list)
+    # The body: read only when this file itself is resolved (see pack_bodies).
+    calls: Sequence[CallSite] = field(default_factory=list)
     return_values: list[Expr] = field(default_factory=list)
     yields: list[Expr] = field(default_factory=list)
     # (object expr, attribute, value expr, pos): `self.x = v`, `obj.attr = v`
     attr_assigns: list[tuple[Expr, str, Expr, int]] = field(default_factory=list)
     # attribute reads (expr, span, pos, blocks): a read of a property calls its getter
-    attr_reads: list[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
+    attr_reads: Sequence[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     # (name, added expr, pos): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x holds
     mutations: list[tuple[str, Expr, int]] = field(default_factory=list)
     global_names: set[str] = field(default_factory=set)
@@ -94,7 +97,7 @@ class Scope:
     #       attribute or class-level assignment, a default, a return value): a reference
     #   "n" a read of an UPPER_CASE name (a module constant, maybe imported)
     #   "s" `x.environ["K"]` / `x.config["K"]`: expr is the subscript, its key a constant
-    uses: list[tuple[str, Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
+    uses: Sequence[tuple[str, Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     is_async: bool = False
 
 
@@ -108,3 +111,29 @@ class FileSummary:
     # module-level UPPER_CASE assignments: (name, line, end_line, name span)
     constants: list[tuple[str, int, int, Span]] = field(default_factory=list)
     encoding: str = "utf-8"
+    bodies: bytes | None = None  # the scopes' bodies, pickled, once packed
+
+
+Body = tuple[Sequence[CallSite], Sequence[Any], Sequence[Any]]  # calls, attr_reads, uses
+
+
+def pack_bodies(summary: FileSummary) -> FileSummary:
+    """Move every scope's body (call sites, attribute reads, value uses) into one pickled blob.
+
+    A repository index holds every file's summary but reads a body only while it resolves
+    that file: packed, the bodies cost a fifth of their memory.
+    """
+    if summary.bodies is None:
+        summary.bodies = pickle.dumps(
+            [(s.calls, s.attr_reads, s.uses) for s in summary.scopes], pickle.HIGHEST_PROTOCOL
+        )
+        for scope in summary.scopes:
+            scope.calls = scope.attr_reads = scope.uses = ()
+    return summary
+
+
+def scope_bodies(summary: FileSummary) -> list[Body]:
+    """Each scope's (calls, attr_reads, uses), packed or not."""
+    if summary.bodies is None:
+        return [(s.calls, s.attr_reads, s.uses) for s in summary.scopes]
+    return pickle.loads(summary.bodies)
