@@ -960,7 +960,10 @@ class Binder:
             except Exception as err:  # a binder bug must cost one scope, never the index
                 counts[2] += 1
                 facts.errors.append(f"{scope.qualname or '<module>'}: {type(err).__name__}: {err}")
-            per_scope[idx] = contrib
+            if contrib:
+                per_scope[idx] = contrib
+            else:
+                per_scope.pop(idx, None)
             if not whole:
                 continue
             for binding in scope.bindings:

@@ -29,10 +29,10 @@ def scope_ids(summary: FileSummary) -> list[str]:
     return [f"{path}:{s.qualname}" if s.qualname else path for s in summary.scopes]
 
 
-def entities(summary: FileSummary) -> list[Entity]:
-    """One entity per distinct id, located at its last definition."""
+def entities(summary: FileSummary, ids: list[str]) -> list[Entity]:
+    """One entity per distinct id (ids: scope_ids, shared with the edges), located at its
+    last definition."""
     path = summary.path
-    ids = scope_ids(summary)
     by_id: dict[str, Entity] = {}
     for scope, ident in zip(summary.scopes, ids, strict=True):
         if scope.kind == "module":

@@ -294,7 +294,7 @@ class Index:
         graph = Graph(str(self.root))
         with graph.lock:
             for rel, summary in self.binder.summaries.items():
-                graph.replace_file_entities(rel, factlib.entities(summary))
+                graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
             for rel, summary in self.binder.summaries.items():
                 self._note_binder_errors(rel)
                 edges, sites = factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
@@ -377,7 +377,7 @@ class Index:
         self.binder.put_file(summary, same_interface=not interface_changed)
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
-            self.graph.replace_file_entities(rel, factlib.entities(summary))
+            self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
         changed = self._reresolve({rel} | dependents)
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed

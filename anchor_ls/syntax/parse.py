@@ -346,7 +346,7 @@ class _Walker:
     def s_global(self, node: Node) -> None:
         for child in node.named_children:
             if child.type == "identifier":
-                self.scope.global_names.add(self.text(child))
+                self.scope.global_names |= {self.text(child)}
 
     def s_nonlocal(self, node: Node) -> None:
         return None

@@ -90,7 +90,7 @@ class Scope:
     attr_reads: Sequence[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     # (name, added expr, pos): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x holds
     mutations: list[tuple[str, Expr, int]] = field(default_factory=list)
-    global_names: set[str] = field(default_factory=set)
+    global_names: frozenset[str] = frozenset()  # `global x` (shared empty default: most scopes)
     star_imports: list[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
     # Value uses for the dense facts, (tag, expr, span, pos, blocks); tag:
     #   "r" a name or attribute used as a value (an argument, a container item, an
