@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from anchor_ls import __version__
-from anchor_ls.index import CALLS, Index
+from anchor_ls.index import CALLS, DENSE_KINDS, STRUCTURAL_KINDS, Index
 
 
 def _index_for(args: argparse.Namespace, path: str) -> Index:
@@ -39,11 +39,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         data["policy"] = policy
         print(json.dumps(data, indent=2, sort_keys=True))
         return 0
-    edges = ", ".join(f"{n} {k}" for k, n in stats.edges.items())
+    edges = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in STRUCTURAL_KINDS)
+    dense = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in DENSE_KINDS)
     print(f"root: {index.root}")
     print(f"files: {stats.files} ({stats.reparsed} parsed, {stats.from_cache} from cache)")
     print(f"entities: {stats.entities}")
     print(f"edges: {edges}")
+    print(f"dense facts: {dense}")
     print(
         f"call sites: {stats.call_sites} ({stats.resolved_binder} resolved, "
         f"{stats.external} outside the repository, {stats.unresolved} unresolved)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from anchor_ls.index.model import CALLS, STRUCTURAL_KINDS, Graph
+from anchor_ls.index.model import CALLS, DENSE_KINDS, STRUCTURAL_KINDS, Graph
 
 HUB_DEGREE = 10
 
@@ -48,4 +48,4 @@ def graph_figures(graph: Graph) -> tuple[float, float]:
 
 
 def edge_counts(graph: Graph) -> dict[str, int]:
-    return {kind: graph.edge_count(kind) for kind in STRUCTURAL_KINDS}
+    return {kind: graph.edge_count(kind) for kind in (*STRUCTURAL_KINDS, *DENSE_KINDS)}
