@@ -30,6 +30,12 @@ FILES = {
         "def save(path):\n"
         "    with open(path, 'w') as f:\n"
         "        f.write('x')\n"
+        "\n"
+        "def relay(callback):\n"
+        "    return run(callback)\n"
+        "\n"
+        "def start_later():\n"
+        "    return relay(on_done)\n"
     ),
     "tests/__init__.py": "",
     "tests/helpers.py": "from app.core import start\n\ndef go():\n    return start()\n",
@@ -56,6 +62,8 @@ def _dense(index: Index) -> set[tuple[str, str, str]]:
 
 EXPECTED = {
     (REFERENCES, "app/core.py:start", "app/core.py:on_done"),
+    # relay passes on what start_later passed in: the reference is start_later's alone
+    (REFERENCES, "app/core.py:start_later", "app/core.py:on_done"),
     (ENV_VAR, "app/config.py", "env:HOME"),
     (CONST_REF, "app/core.py:run", "app/config.py:TIMEOUT"),
     (IO_DEP, "app/core.py:save", "io:file"),

@@ -242,6 +242,8 @@ def resolve_uses(
         if tag == "r":
             if (expr[1] if expr[0] == "n" else expr[2]) not in names:
                 continue
+            if expr[0] == "n" and _is_parameter(binder, path, idx, expr[1]):
+                continue  # passing on what a caller passed in: the caller made the reference
             for value in binder.eval(expr, Ctx(path, idx, pos, blocks)):
                 if value[0] in ("f", "b", "c"):
                     facts.refs[(idx, ("f" if value[0] == "b" else value[0], *value[1:]))].append(
@@ -322,6 +324,11 @@ def decorator_reference(
         return
     kind = "c" if binder.scope(path, decorated[1]).kind == "class" else "f"
     facts.refs[(idx, (kind, path, decorated[1]))].append(site.span)
+
+
+def _is_parameter(binder: Binder, path: str, idx: int, name: str) -> bool:
+    bindings = binder.names(path, idx).get(name)
+    return bool(bindings) and all(b.value[0] == "P" for b in bindings)
 
 
 def _may_hold_settings(name: str) -> bool:
