@@ -114,6 +114,7 @@ class Binder:
         self._value_names: frozenset[str] | None = None
         self._constants: dict[str, frozenset[str]] = {}
         self._setting_defs: dict[str, list[str]] | None = None
+        self._hosts: dict[tuple[str, int], set[tuple[str, int]]] | None = None
 
     # ----- scopes and names ---------------------------------------------
     def scope(self, path: str, idx: int) -> Scope:
@@ -795,6 +796,9 @@ class Binder:
                 out.add(("I", path, scope.parent))
             elif kind == "class":
                 out.add(("c", path, scope.parent))
+        elif index == 0 and param.kind == "pos" and scope.kind == "function":
+            # `save = _save` in a class body makes a module function a method of that class
+            out |= {("I", *cls) for cls in self.hosts().get((path, idx), ())}
         ctx = Ctx(path, idx, None)
         if param.annotation is not None:
             out |= self.annotation_values(param.annotation, ctx)
@@ -807,6 +811,42 @@ class Binder:
         if param.kind == "star":
             return frozenset({("L", frozenset(out))}) if out else EMPTY
         return _cap(out)
+
+    def hosts(self) -> dict[tuple[str, int], set[tuple[str, int]]]:
+        """Functions defined outside a class that a class body binds by name, and the classes.
+
+        Read from the definitions alone (no evaluation), so no value depends on when this
+        table is first built.
+        """
+        if self._hosts is None:
+            hosts: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+            for path, summary in self.summaries.items():
+                for idx, scope in enumerate(summary.scopes):
+                    if scope.kind == "class":
+                        for binding in scope.bindings:
+                            if binding.value[0] == "n":
+                                fn = self._function_named(path, idx, binding.value[1])
+                                if fn is not None and self.enclosing_class(*fn) is None:
+                                    hosts[fn].add((path, idx))
+            self._hosts = dict(hosts)
+        return self._hosts
+
+    def _function_named(
+        self, path: str, idx: int, name: str, depth: int = 0
+    ) -> tuple[str, int] | None:
+        """The def a name in scope idx (a class body or a module) stands for, through imports."""
+        if depth > 8 or path not in self.summaries:
+            return None
+        bindings = self.names(path, idx).get(name)
+        if not bindings:
+            return self._function_named(path, 0, name, depth + 1) if idx != 0 else None
+        value = bindings[-1].value
+        if value[0] == "f" and self.scope(path, value[1]).kind == "function":
+            return (path, value[1])
+        if value[0] == "if":
+            target = self.modules.resolve(value[1], value[2], path)
+            return self._function_named(target, 0, value[3], depth + 1) if target else None
+        return None
 
     def returns(self, fn: tuple[str, int]) -> Values:
         return self._memo(self._returns, "ret", fn, self._returns_of)
@@ -886,6 +926,8 @@ class Binder:
                 if explicit:
                     return frozenset(("S", v[1], v[2]) for v in explicit)
             return frozenset({("S", ctx.path, cls)}) if cls is not None else EMPTY
+        if name in ("copy.copy", "copy.deepcopy") and args:  # a value like the one copied
+            return frozenset(v for v in self.eval(args[0], ctx) if v[0] != "x")
         if name in ("functools.partial", "partial") and args:
             return frozenset(v for v in self.eval(args[0], ctx) if v[0] in ("f", "b", "c"))
         if name in _CONTAINER_BUILTINS and args:
