@@ -337,3 +337,26 @@ def test_building_the_same_index_again_after_files_changed(
     assert stats.files == 8
     fresh = Index(repo, use_cache=False)
     assert stats.call_sites == fresh.build().call_sites
+
+
+def test_interface_edits_reach_exactly_the_files_that_name_them(tmp_path: Path) -> None:
+    """Adding or removing a definition at the end re-resolves the files that name it (b.py,
+    whose `a.h()` did not resolve before); inserting one before the others moves scope
+    indices, and every link still lands on the right definition."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "a.py").write_text("def f():\n    pass\n", encoding="utf-8")
+    (root / "b.py").write_text("import a\n\ndef g():\n    a.h()\n", encoding="utf-8")
+    (root / "c.py").write_text("from a import f\n\ndef k():\n    f()\n", encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    steps = [
+        ("def f():\n    pass\n\ndef h():\n    pass\n", ("b.py:g", "a.py:h"), True),
+        ("def z():\n    pass\n\ndef f():\n    pass\n\ndef h():\n    pass\n", ("c.py:k", "a.py:f"), True),
+        ("def z():\n    pass\n\ndef f():\n    pass\n", ("b.py:g", "a.py:h"), False),
+    ]
+    for text, (src, dst), linked in steps:
+        assert "b.py" in index.update_file("a.py", text)
+        assert (dst in index.graph.out(CALLS, src)) is linked
+        (root / "a.py").write_text(text, encoding="utf-8")
+        assert index.graph.to_json() == fresh_json(root)

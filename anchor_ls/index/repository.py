@@ -34,7 +34,7 @@ from anchor_ls.syntax.summary import FileSummary, pack_bodies
 Progress = Callable[[int, int, str], None]
 _MAX_ROUNDS = 6  # argument facts flow one call deeper per round
 _PARALLEL_MIN_FILES = 64
-_SERVED_MIN_FILES = 200  # a fork server's start-up is worth it from about here
+_SERVED_MIN_FILES = 200  # spawning workers (about a second) is worth it from about here
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +238,9 @@ class Index:
 
         The processes are forked only when this process runs one thread (the CLI): forking
         a threaded process (the language server) can leave a child waiting forever on a
-        lock another thread held. There they come from a fork server, a clean process
-        that forks, which costs a start-up (so it pays only for more files).
+        lock another thread held. There each starts as a fresh interpreter (spawn), which
+        costs a start-up (so it pays only for more files) and leaves no process behind.
+        The order of results is the order of todo either way.
         """
         jobs = [(rel, self._sources[rel], self.max_file_bytes) for rel in todo]
         done = 0
@@ -371,9 +372,18 @@ class Index:
                             dependents.add(importer)
                             if importer.endswith("__init__.py"):
                                 todo.append(importer)
+        moved = _first_moved(_layout(old), _layout(summary)) if old is not None else None
+        kept = moved is None or moved >= len(summary.scopes)
+        if old is not None and interface_changed and kept:
+            # Every scope still there keeps its index: only files that name what changed, or
+            # that link to a changed definition, can resolve differently (and star importers).
+            names = _changed_names(old, summary)
+            if names is not None:
+                linked = self._linking_to(rel, {n.decode() for n in names})
+                dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         before = self._edge_files(rel)
-        if old is not None and _layout(old) != _layout(summary):
-            dependents |= self._forget_values_into(rel)
+        if moved is not None:  # values naming scopes from there on name other scopes now
+            dependents |= self._forget_values_into(rel, moved)
         self.binder.put_file(summary, same_interface=not interface_changed)
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
@@ -383,8 +393,23 @@ class Index:
             return {rel} | changed
         return {rel} | before | changed
 
-    def _forget_values_into(self, rel: str) -> set[str]:
-        """Drop the argument facts that name rel's scopes, keeping every other fact.
+    def _linking_to(self, rel: str, names: set[str]) -> set[str]:
+        """Files with a call or base edge into a definition of rel with one of these names."""
+        out: set[str] = set()
+        with self.graph.lock:
+            for ent in self.graph.file_entities(rel):
+                if ent.name in names:
+                    for kind in ("calls", "inherits"):
+                        out.update(path_of(src) for src in self.graph.into(kind, ent.id))
+        return out
+
+    def _mentions(self, rel: str, names: set[bytes]) -> bool:
+        source = self._sources.get(rel)
+        return source is None or b"import *" in source or any(n in source for n in names)
+
+    def _forget_values_into(self, rel: str, start: int = 0) -> set[str]:
+        """Drop the argument facts that name rel's scopes from index start on, keeping every
+        other fact.
 
         Binder values say (path, scope index); once rel's definitions move or go, those
         indices are stale (out of range, or another definition). Returns the files to
@@ -396,12 +421,12 @@ class Index:
             kept: dict[tuple[str, int], dict[str, set]] = {}
             stale = False
             for fn, params in contrib.items():
-                if fn[0] == rel:
+                if fn[0] == rel and fn[1] >= start:
                     stale = True
                     continue
                 kept[fn] = {}
                 for name, values in params.items():
-                    fresh = {v for v in values if not _names_path(v, rel)}
+                    fresh = {v for v in values if not _names_scope(v, rel, start)}
                     stale = stale or len(fresh) != len(values)
                     kept[fn][name] = fresh
             if stale:
@@ -703,7 +728,7 @@ def _pool_context(files: int) -> BaseContext | None:
         return multiprocessing.get_context("fork") if files >= _PARALLEL_MIN_FILES else None
     if files < _SERVED_MIN_FILES:
         return None
-    for method in ("forkserver", "spawn"):
+    for method in ("spawn", "forkserver"):
         if method in methods:
             return multiprocessing.get_context(method)
     return None
@@ -747,19 +772,71 @@ def _interface(summary: FileSummary) -> int:
     return hash(tuple(parts))
 
 
+def _changed_names(old: FileSummary, new: FileSummary) -> set[bytes] | None:
+    """The names whose meaning differs between two versions of a file's interface (what an
+    importer would have to write to see the difference); None when that cannot be told."""
+    if old.all_names != new.all_names:
+        return None
+    changed = {name for name, _ in _interface_items(old) ^ _interface_items(new)}
+    return {name.encode() for name in changed} or None
+
+
+def _interface_items(summary: FileSummary) -> set[tuple[str, str]]:
+    """(name, what it is) for each thing another file can see; scope indices, which shift
+    when a definition is inserted, are written as qualnames."""
+    scopes = summary.scopes
+
+    def show(value: object) -> str:
+        return repr(_by_qualname(value, scopes))
+
+    items: set[tuple[str, str]] = set()
+    for scope in scopes:
+        tail = scope.qualname.rpartition(".")[2]
+        params = [(p.name, p.kind, p.annotation) for p in scope.params]
+        shape = (scope.kind, scope.qualname, scope.decorators, scope.bases, params)
+        items.add((tail, show((*shape, scope.returns, scope.return_values, scope.yields))))
+        if scope.kind in ("module", "class"):
+            items.update((b.name, show((scope.qualname, b.value))) for b in scope.bindings)
+        items.update((a, show((scope.qualname, o, v))) for o, a, v, _ in scope.attr_assigns)
+        items.update((m, show((scope.qualname, m, lv))) for m, lv, _ in scope.star_imports)
+    return items
+
+
+def _by_qualname(value: object, scopes: list) -> object:
+    if isinstance(value, tuple):
+        if len(value) == 2 and value[0] == "f" and isinstance(value[1], int):
+            return ("f", scopes[value[1]].qualname)
+        return tuple(_by_qualname(v, scopes) for v in value)
+    if isinstance(value, list):
+        return [_by_qualname(v, scopes) for v in value]
+    return value
+
+
 def _layout(summary: FileSummary) -> list[tuple[str, str]]:
     """What a scope index means in this file: binder values refer to scopes by index."""
     return [(scope.kind, scope.qualname) for scope in summary.scopes]
 
 
-def _names_path(data: object, rel: str) -> bool:
-    """Whether a binder value (nested tuples, sets and dicts of them) mentions file rel."""
-    if data == rel:
-        return True
+def _first_moved(old: list[tuple[str, str]], new: list[tuple[str, str]]) -> int | None:
+    """The first scope index whose meaning changed, or None (definitions only added after
+    the old ones: every old index still names the same scope)."""
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            return i
+    return None if len(new) >= len(old) else len(new)
+
+
+def _names_scope(data: object, rel: str, start: int) -> bool:
+    """Whether a binder value (nested tuples, sets and dicts of them) names a scope of file
+    rel with index start or more: ("f"|"b"|"c"|"i"|"I"|"S"|"g", rel, index)."""
+    if isinstance(data, tuple):
+        if len(data) == 3 and data[1] == rel and isinstance(data[2], int):
+            return data[2] >= start
+        return any(_names_scope(item, rel, start) for item in data)
     if isinstance(data, dict):
-        return any(_names_path(v, rel) for v in data.values())
-    if isinstance(data, tuple | frozenset | set | list):
-        return any(_names_path(item, rel) for item in data)
+        return any(_names_scope(v, rel, start) for v in data.values())
+    if isinstance(data, frozenset | set | list):
+        return any(_names_scope(item, rel, start) for item in data)
     return False
 
 
