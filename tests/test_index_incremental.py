@@ -350,10 +350,11 @@ def test_interface_edits_reach_exactly_the_files_that_name_them(tmp_path: Path) 
     (root / "c.py").write_text("from a import f\n\ndef k():\n    f()\n", encoding="utf-8")
     index = Index(root, use_cache=False)
     index.build()
+    f, h, z = ("def f():\n    pass\n", "\ndef h():\n    pass\n", "def z():\n    pass\n\n")
     steps = [
-        ("def f():\n    pass\n\ndef h():\n    pass\n", ("b.py:g", "a.py:h"), True),
-        ("def z():\n    pass\n\ndef f():\n    pass\n\ndef h():\n    pass\n", ("c.py:k", "a.py:f"), True),
-        ("def z():\n    pass\n\ndef f():\n    pass\n", ("b.py:g", "a.py:h"), False),
+        (f + h, ("b.py:g", "a.py:h"), True),
+        (z + f + h, ("c.py:k", "a.py:f"), True),
+        (z + f, ("b.py:g", "a.py:h"), False),
     ]
     for text, (src, dst), linked in steps:
         assert "b.py" in index.update_file("a.py", text)

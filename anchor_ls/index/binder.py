@@ -69,7 +69,7 @@ class Binder:
         path = summary.path
         self.summaries[path] = summary
         self.modules.add(path)
-        self._forget_definitions()
+        self._forget_definitions_of(summary, same_interface)
         if not same_interface:
             self.clear_caches()
             return
@@ -89,7 +89,8 @@ class Binder:
         self._scope_contrib.pop(relpath, None)
         self.modules.discard(relpath)
         self.clear_caches()
-        self._forget_definitions()
+        self._constants.pop(relpath, None)
+        self._setting_defs = self._hosts = None
 
     def clear_caches(self) -> None:
         self._names: dict[str, list] = {}
@@ -108,6 +109,26 @@ class Binder:
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
         self._override_cache: dict[tuple, frozenset] = {}
+
+    def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
+        """One file changed: update the tables read off every summary (rebuilding them
+        costs a scan of the whole repository, too slow for every keystroke)."""
+        path = summary.path
+        self._constants.pop(path, None)
+        if is_settings_module(path):
+            self._setting_defs = None
+        if not same_interface:  # class bodies bind other names now
+            self._hosts = None
+        if self._value_names is not None:  # a filter: a superset is right, only slower
+            self._value_names = self._value_names | _value_names([summary], self._value_names)
+
+    def warm(self) -> None:
+        """Build the repository-wide tables now, so that the first edit does not wait."""
+        self.property_names()
+        self.value_names()
+        self.hosts()
+        if self.summaries:
+            self.subclasses(("", -1))
 
     def _forget_definitions(self) -> None:
         """Tables read off every summary; a body edit can define nested functions too."""
@@ -1053,21 +1074,7 @@ class Binder:
         aliases of them (`h = f`, `self.cb = f`, two levels deep). Others are not worth
         evaluating."""
         if self._value_names is None:
-            names: set[str] = set()
-            aliases: list[tuple[str, str]] = []  # (alias, the name or attribute it copies)
-            for summary in self.summaries.values():
-                for scope in summary.scopes:
-                    if scope.kind != "module":
-                        names.add(scope.name)
-                    for b in scope.bindings:
-                        if b.value[0] in ("n", "a"):
-                            aliases.append((b.name, b.value[-1]))
-                    for a in scope.attr_assigns:
-                        if a[2][0] in ("n", "a"):
-                            aliases.append((a[1], a[2][-1]))
-            for _depth in range(2):
-                names.update([alias for alias, source in aliases if source in names])
-            self._value_names = frozenset(names)
+            self._value_names = _value_names(self.summaries.values(), frozenset())
         return self._value_names
 
     def constant_names(self, path: str) -> frozenset[str]:
@@ -1336,6 +1343,25 @@ def _cap(values: set[Value] | Values) -> Values:
     if len(values) > _MAX_VALUES:
         return frozenset(sorted(values, key=repr)[:_MAX_VALUES])
     return frozenset(values)
+
+
+def _value_names(summaries: Iterable[FileSummary], known: frozenset[str]) -> frozenset[str]:
+    """Function and class names in summaries, plus aliases of those or of known names."""
+    names: set[str] = set(known)
+    aliases: list[tuple[str, str]] = []  # (alias, the name or attribute it copies)
+    for summary in summaries:
+        for scope in summary.scopes:
+            if scope.kind != "module":
+                names.add(scope.name)
+            for b in scope.bindings:
+                if b.value[0] in ("n", "a"):
+                    aliases.append((b.name, b.value[-1]))
+            for a in scope.attr_assigns:
+                if a[2][0] in ("n", "a"):
+                    aliases.append((a[1], a[2][-1]))
+    for _depth in range(2):
+        names.update([alias for alias, source in aliases if source in names])
+    return frozenset(names)
 
 
 def is_settings_module(path: str) -> bool:

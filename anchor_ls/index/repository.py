@@ -614,11 +614,14 @@ class Index:
         return True
 
     def ensure_engine(self) -> None:
-        """Load the resolver state a warm start deferred; a server calls it while idle.
+        """Load the resolver state a warm start deferred, and build the binder's
+        repository-wide tables; a server calls it while idle.
 
-        Otherwise the first change after a warm start pays for it.
+        Otherwise the first change after a start pays for it.
         """
         if self._lazy is None:
+            with self.lock:
+                self.binder.warm()
             return
         paths, engine, _counts, hashes = self._lazy
         self._lazy = None
@@ -640,6 +643,7 @@ class Index:
             self.binder.set_contribution(rel, passed)
         self._facts = facts
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
+        self.binder.warm()
 
     # ----- figures ----------------------------------------------------------
     def stats(self) -> IndexStats:
