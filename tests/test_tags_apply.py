@@ -107,9 +107,9 @@ def test_in_place_tags_then_a_second_run_touches_nothing(tmp_path: Path) -> None
     assert service.startswith(
         b"#!/usr/bin/env python\r\n# -*- coding: utf-8 -*-\r\n# === CodeAnchor"
     )
-    method = b"\n\t# method pkg/service.py:Shop.run\r\n\t# CALLS: pkg/service.py:checkout\r\n"
+    method = b"\n\t# === CodeAnchor pkg/service.py:Shop.run\r\n\t# CALLS: :checkout\r\n"
     assert method in service
-    assert b"# function pkg/service.py:checkout\r\n" in service
+    assert b"# === CodeAnchor pkg/service.py:checkout\r\n" in service
     assert stat.S_IMODE((root / "pkg/service.py").stat().st_mode) == 0o750
     before = snapshot(root)
     again = tag_tree_in_place(indexed(root, tmp_path / "c2"), TOPO)
@@ -178,7 +178,7 @@ def test_export_copies_everything_tags_python_and_leaves_the_tree_alone(
     assert stat.S_IMODE((out / "run.sh").stat().st_mode) == 0o755
     assert (out / "pkg/data.bin").read_bytes() == FILES["pkg/data.bin"]
     assert not (out / ".git").exists()
-    assert b"# === CodeAnchor ===" in (out / "pkg/models.py").read_bytes()
+    assert b"# === CodeAnchor pkg/models.py\n" in (out / "pkg/models.py").read_bytes()
     stripped = strip_tree(out)
     assert sorted(stripped.changed) == ["pkg/models.py", "pkg/service.py"]
     assert contents(out) == {
@@ -283,9 +283,7 @@ def test_check_passes_fresh_tags_and_flags_stale_ones(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "repo")
     assert check_tree(indexed(root, tmp_path / "c"), TOPO).ok  # nothing tagged yet
     missing = check_tree(indexed(root, tmp_path / "c"), TOPO, require=True)
-    assert not missing.ok and any(
-        "missing: function pkg/service.py:checkout" in p for p in missing.problems
-    )
+    assert not missing.ok and any("missing: pkg/service.py:checkout" in p for p in missing.problems)
     tag_tree_in_place(indexed(root, tmp_path / "c"), TOPO)
     assert check_tree(indexed(root, tmp_path / "c"), TOPO, require=True).ok
     # A new caller in another file makes the callee's block stale.
@@ -300,7 +298,7 @@ def test_check_reports_a_damaged_block(tmp_path: Path) -> None:
     tag_tree_in_place(indexed(root, tmp_path / "c"), TOPO)
     path = root / "pkg/models.py"
     lines = path.read_bytes().split(b"\n")
-    closer = max(i for i, ln in enumerate(lines) if ln == b"# === CodeAnchor ===")
+    closer = max(i for i, ln in enumerate(lines) if ln == b"# ===")
     path.write_bytes(b"\n".join(lines[:closer] + lines[closer + 1 :]))
     report = check_tree(indexed(root, tmp_path / "c"), TOPO)
     assert any(p.startswith("pkg/models.py:") and "not" in p for p in report.problems)
@@ -348,3 +346,28 @@ def test_export_reports_special_files_and_goes_on(tmp_path: Path) -> None:
     assert report.problems == ["pipe: not a regular file, folder or symlink; left out"]
     assert not (tmp_path / "snap/pipe").exists()
     assert (tmp_path / "snap/pkg/models.py").exists()
+
+
+def test_test_code_gets_no_blocks_unless_asked_and_loses_old_ones(tmp_path: Path) -> None:
+    test_file = (
+        b"from pkg.service import checkout\n"
+        b"def helper():\n"
+        b"    return checkout()\n"
+        b"def test_checkout():\n"
+        b"    assert helper()\n"
+    )
+    root = make_tree(tmp_path / "repo", {**FILES, "tests/test_shop.py": test_file})
+    with_tests = resolve_policy("topo", 0, 8, tests=True)
+    report = tag_tree_in_place(indexed(root, tmp_path / "c"), with_tests)
+    assert "tests/test_shop.py" in report.changed
+    tagged = (root / "tests/test_shop.py").read_bytes()
+    assert b"# === CodeAnchor tests/test_shop.py:helper\n# CALLED_BY: :test_checkout\n" in tagged
+    assert check_tree(indexed(root, tmp_path / "c"), with_tests, require=True).ok
+    # The default policy tags no test code: a check calls the blocks there stale...
+    stale = check_tree(indexed(root, tmp_path / "c"), TOPO)
+    assert stale.changed == ["tests/test_shop.py"]
+    # ...and tagging strips them, while the code under test keeps its blocks.
+    again = tag_tree_in_place(indexed(root, tmp_path / "c"), TOPO)
+    assert again.changed == ["tests/test_shop.py"]
+    assert (root / "tests/test_shop.py").read_bytes() == test_file
+    assert b"# === CodeAnchor pkg/service.py:checkout\r\n" in (root / "pkg/service.py").read_bytes()

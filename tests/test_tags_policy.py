@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Edge, Entity, Graph
 from anchor_ls.tags.policy import (
+    HUB_CALLERS,
     INV_FIELDS,
     TOPO_FIELDS,
     PolicyError,
     TagField,
+    block_fields,
     fields_for,
     is_test_path,
     resolve_policy,
+    tags_file,
 )
-from anchor_ls.tags.render import block_lines
+from anchor_ls.tags.render import block_header, block_lines, expand_id, short_id
 
 
 def ent(ident: str, kind: str, line: int = 1) -> Entity:
@@ -126,12 +131,9 @@ def test_topo_lists_both_directions_in_a_fixed_order(g: Graph) -> None:
     assert [f.name for f in fields] == ["CALLS"]
     assert fields[0].entries == ("pkg/a.py:helper", "pkg/b.py:Child")
     base = fields_for(g, "pkg/a.py:Base", resolve_policy("topo", 0, 8))
-    assert names(base) == {"DERIVED": ("pkg/b.py:Child",), "CHILDREN": ("pkg/a.py:Base.run",)}
+    assert names(base) == {"DERIVED": ("pkg/b.py:Child",)}  # its CHILDREN follow below it
     mod = fields_for(g, "pkg/b.py", resolve_policy("topo", 0, 8))
-    assert names(mod) == {
-        "IMPORTS": ("pkg/a.py",),
-        "CHILDREN": ("pkg/b.py:Child", "pkg/b.py:main"),
-    }
+    assert names(mod) == {"IMPORTS": ("pkg/a.py",)}
 
 
 def test_inv_keeps_only_who_depends_on_me(g: Graph) -> None:
@@ -147,6 +149,87 @@ def test_parent_is_written_only_when_the_id_does_not_say_it() -> None:
         [(CONTAINS, "m.py", "m.py:f"), (CONTAINS, "m.py:g", "m.py:f")],  # an odd, second parent
     )
     assert names(fields_for(g, "m.py:f", resolve_policy("inv", 0, 8))) == {"PARENT": ("m.py:g",)}
+
+
+def test_children_are_written_only_when_their_ids_do_not_say_it() -> None:
+    g = graph(
+        [ent("m.py", "module"), ent("m.py:f", "function"), ent("m.py:g", "function", 5)],
+        [
+            (CONTAINS, "m.py", "m.py:f"),
+            (CONTAINS, "m.py", "m.py:g"),
+            (CONTAINS, "m.py:g", "m.py:f"),
+        ],
+    )
+    topo = resolve_policy("topo", 0, 8)
+    assert names(fields_for(g, "m.py", topo)) == {}
+    assert names(fields_for(g, "m.py:g", topo)) == {"CHILDREN": ("m.py:f",)}
+
+
+def constructor_graph() -> Graph:
+    """make() builds a C (C.__init__ too, as the index records it); D(C) has no __init__."""
+    return graph(
+        [
+            ent("m.py:C", "class", 1),
+            ent("m.py:C.__init__", "method", 2),
+            ent("m.py:D", "class", 5),
+            ent("m.py:D.__init__", "method", 6),
+            ent("a.py:make", "function"),
+            ent("a.py:make_d", "function", 4),
+            ent("a.py:E", "class", 8),
+        ],
+        [
+            (CALLS, "a.py:make", "m.py:C"),
+            (CALLS, "a.py:make", "m.py:C.__init__"),
+            (CALLS, "a.py:make_d", "m.py:D"),
+            (CALLS, "a.py:make_d", "m.py:D.__init__"),
+            (CALLS, "a.py:make_d", "m.py:C.__init__"),  # an explicit C.__init__(self) call
+        ],
+    )
+
+
+def test_a_constructor_call_is_listed_once_in_each_direction() -> None:
+    g = constructor_graph()
+    topo = resolve_policy("topo", 0, 8)
+    assert names(fields_for(g, "a.py:make", topo)) == {"CALLS": ("m.py:C",)}
+    assert names(fields_for(g, "a.py:make_d", topo)) == {"CALLS": ("m.py:C.__init__", "m.py:D")}
+    assert names(fields_for(g, "m.py:C", topo)) == {"CALLED_BY": ("a.py:make",)}
+    # Explicit calls of an __init__ stay; construction is on the class's block.
+    assert names(fields_for(g, "m.py:C.__init__", topo)) == {"CALLED_BY": ("a.py:make_d",)}
+    assert names(fields_for(g, "m.py:D.__init__", topo)) == {}
+
+
+def hub_graph(callers: int) -> Graph:
+    """main calls a helper and a hub; the hub has `callers` callers in all."""
+    others = [ent(f"pkg/c{i}.py:f", "function") for i in range(callers - 1)]
+    return graph(
+        [ent("pkg/m.py:main", "function"), ent("pkg/u.py:hub", "function"), *others],
+        [
+            (CALLS, "pkg/m.py:main", "pkg/u.py:hub"),
+            (CALLS, "pkg/m.py:main", "pkg/u.py:helper"),
+            (CALLS, "pkg/u.py:hub", "pkg/u.py:helper"),
+            *[(CALLS, o.id, "pkg/u.py:hub") for o in others],
+            *[(CALLS, f"tests/t{i}.py:test", "pkg/u.py:helper") for i in range(50)],
+        ],
+    )
+
+
+def test_materialized_calls_leave_out_hubs_and_the_editor_keeps_them() -> None:
+    topo = resolve_policy("topo", 0, 8)
+    busy = hub_graph(HUB_CALLERS + 1)
+    assert names(block_fields(busy, "pkg/m.py:main", topo)) == {"CALLS": ("pkg/u.py:helper",)}
+    assert names(fields_for(busy, "pkg/m.py:main", topo))["CALLS"] == (
+        "pkg/u.py:helper",
+        "pkg/u.py:hub",
+    )
+    # The hub's own block still lists its callers (capped), and inv is untouched.
+    (called_by,) = block_fields(busy, "pkg/u.py:hub", resolve_policy("inv", 0, 8))
+    assert called_by.more == HUB_CALLERS + 1 - 8
+    # At the limit it is no hub; test callers (TEST_REF) do not make a hub either.
+    quiet = hub_graph(HUB_CALLERS)
+    assert "pkg/u.py:hub" in names(block_fields(quiet, "pkg/m.py:main", topo))["CALLS"]
+    assert block_fields(busy, "pkg/m.py:main", replace(topo, hub_callers=0)) == fields_for(
+        busy, "pkg/m.py:main", topo
+    )
 
 
 def test_entries_are_sorted_and_capped_with_a_count(g: Graph) -> None:
@@ -168,6 +251,31 @@ def test_calls_across_the_test_boundary_are_test_refs(g: Graph) -> None:
     assert fields_for(g, "tests/test_a.py:test_helper", topo) == []
     dense = names(fields_for(g, "pkg/a.py:helper", resolve_policy("dense", 0, 8)))
     assert dense["TEST_REF"] == ("tests/test_a.py:test_helper",)
+
+
+def test_code_under_test_does_not_list_test_code_that_imports_or_derives_from_it() -> None:
+    g = graph(
+        [
+            ent("pkg/a.py", "module"),
+            ent("pkg/a.py:Base", "class", 3),
+            ent("pkg/b.py", "module"),
+            ent("pkg/b.py:Child", "class", 3),
+            ent("tests/test_a.py", "module"),
+            ent("tests/test_a.py:FakeBase", "class", 3),
+        ],
+        [
+            (IMPORTS, "pkg/b.py", "pkg/a.py"),
+            (IMPORTS, "tests/test_a.py", "pkg/a.py"),
+            (INHERITS, "pkg/b.py:Child", "pkg/a.py:Base"),
+            (INHERITS, "tests/test_a.py:FakeBase", "pkg/a.py:Base"),
+        ],
+    )
+    topo = resolve_policy("topo", 0, 8)
+    assert names(fields_for(g, "pkg/a.py", topo)) == {"IMPORTED_BY": ("pkg/b.py",)}
+    assert names(fields_for(g, "pkg/a.py:Base", topo)) == {"DERIVED": ("pkg/b.py:Child",)}
+    # Test code keeps its own facts about the code under test.
+    assert names(fields_for(g, "tests/test_a.py", topo)) == {"IMPORTS": ("pkg/a.py",)}
+    assert names(fields_for(g, "tests/test_a.py:FakeBase", topo)) == {"BASE": ("pkg/a.py:Base",)}
 
 
 def test_dense_fields_render_from_their_edge_kinds(g: Graph) -> None:
@@ -209,16 +317,48 @@ def test_block_lines_follow_the_design_format() -> None:
         ent("pkg/service.py:checkout", "function"),
         [
             TagField("CALLS", ("pkg/models.py:Order", "pkg/models.py:Order.add"), 3),
-            TagField("CALLED_BY", ("pkg/service.py:quick_checkout",), 0),
+            TagField("CALLED_BY", ("pkg/service.py:CheckoutService.run", "pkg/service.py"), 0),
         ],
     )
     assert lines == [
-        "# === CodeAnchor ===",
-        "# function pkg/service.py:checkout",
+        "# === CodeAnchor pkg/service.py:checkout",
         "# CALLS: pkg/models.py:Order, pkg/models.py:Order.add, [+3 more]",
-        "# CALLED_BY: pkg/service.py:quick_checkout",
-        "# === CodeAnchor ===",
+        "# CALLED_BY: :CheckoutService.run, pkg/service.py",
+        "# ===",
     ]
+    assert block_header(lines) == "pkg/service.py:checkout"
+
+
+@pytest.mark.parametrize(
+    ("entity", "kind", "link", "short"),
+    [
+        ("pkg/m.py:A.f", "method", "pkg/m.py:A.g", ".g"),  # a method of the same class
+        ("pkg/m.py:A.f", "method", "pkg/m.py:A", ":A"),
+        ("pkg/m.py:A.f", "method", "pkg/m.py:A.g.inner", ":A.g.inner"),
+        ("pkg/m.py:A.f", "method", "pkg/m.py:B.g", ":B.g"),
+        ("pkg/m.py:A.B.f", "method", "pkg/m.py:A.B.g", ".g"),
+        ("pkg/m.py:A.B.f", "method", "pkg/m.py:A.g", ":A.g"),
+        ("pkg/m.py:A", "class", "pkg/m.py:A.g", ":A.g"),  # only a method's block says "."
+        ("pkg/m.py:f", "function", "pkg/m.py:g", ":g"),
+        ("pkg/m.py:f.inner", "function", "pkg/m.py:f.other", ":f.other"),
+        ("pkg/m.py", "module", "pkg/m.py:g", ":g"),
+        ("pkg/m.py:f", "function", "pkg/m.py", "pkg/m.py"),  # a module keeps its id
+        ("pkg/m.py:f", "function", "pkg/mm.py:g", "pkg/mm.py:g"),
+        ("pkg/m.py:f", "function", "env:HOME", "env:HOME"),  # a dense target
+    ],
+)
+def test_same_file_links_are_short_and_expand_back(
+    entity: str, kind: str, link: str, short: str
+) -> None:
+    assert short_id(link, ent(entity, kind)) == short
+    assert expand_id(short, entity) == link
+
+
+def test_test_code_carries_blocks_only_when_the_policy_asks() -> None:
+    topo = resolve_policy("topo", 0, 8)
+    assert tags_file("pkg/a.py", topo) and not tags_file("tests/test_a.py", topo)
+    both = resolve_policy("topo", 0, 8, tests=True)
+    assert tags_file("tests/test_a.py", both) and "test code" in both.reason
 
 
 def test_cross_file_keeps_only_links_to_other_files(g: Graph) -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from anchor_ls.index.model import Entity
 from anchor_ls.syntax.source import declared_encoding
 from anchor_ls.tags.policy import TagField
-from anchor_ls.tags.render import block_lines
+from anchor_ls.tags.render import LEGACY_DELIMITER, block_lines, field_line
 from anchor_ls.tags.text import MODULE, check, materialize, strip
 
 _DEF = re.compile(r"[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
@@ -26,12 +26,16 @@ SNIPPETS = [
     "@decorator(\n{i}    arg)",
     "# a comment",
     "# === CodeAnchor === is written in docs like this",
+    "# === CodeAnchor pkg/x.py:f opens a block",
+    "# ===",
+    "# CALLS: a user's note",
     "",
     "pass",
     "return x",
     "x = 1; y = 2",
     "s = 'caf\u00e9'",
     "s = '''\ndef hidden():\n    # === CodeAnchor ===\n'''",
+    "s = '''\n# === CodeAnchor x.py:f\n# CALLS: y.py:g\n# ===\ndef shown(): pass\n'''",
     's = "a\\\nb"',
     "x = (1,\n{i}  2)",
     "y = 1 + \\\n{i}  2",
@@ -75,28 +79,40 @@ def sources(draw: st.DrawFn) -> tuple[bytes, str]:
 
 
 @st.composite
-def requests(draw: st.DrawFn, data: bytes) -> tuple[dict[int, list[str]], dict[int, str]]:
+def requests(
+    draw: st.DrawFn, data: bytes, legacy: bool = False
+) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """Blocks for the definitions of `data` (and a few other lines); `legacy`: first format."""
     lines = re.split(rb"\r\n|\r|\n", data)
     blocks: dict[int, list[str]] = {}
     names: dict[int, str] = {}
     if draw(st.booleans()):
-        blocks[MODULE] = _lines(draw, "module", "")
+        blocks[MODULE] = _lines(draw, "module", "", legacy)
     for i, raw in enumerate(lines, 1):
         m = _DEF.match(raw.decode("latin-1"))
         if (m or draw(st.integers(0, 9)) == 0) and draw(st.integers(0, 4)) > 0:
             name = m.group(1) if m else "nothing"
-            blocks[i] = _lines(draw, "function", name)
+            blocks[i] = _lines(draw, "method" if draw(st.booleans()) else "function", name, legacy)
             names[i] = name
     return blocks, names
 
 
-def _lines(draw: st.DrawFn, kind: str, name: str) -> list[str]:
-    ident = draw(IDS) + ".py" + (f":{name}" if name else "")
+def _lines(draw: st.DrawFn, kind: str, name: str, legacy: bool = False) -> list[str]:
+    """A block for `name`, with links to other files and (written short) to its own file."""
+    path = draw(IDS) + ".py"
+    qualname = (draw(st.sampled_from(["", "A.", "A.B."])) + name) if name else ""
+    ident = f"{path}:{qualname}" if qualname else path
+    links = st.one_of(IDS, IDS.map(lambda i: f"{path}:A.{i}"), IDS.map(lambda i: f"{path}:{i}"))
     fields = [
-        TagField(field, tuple(draw(st.lists(IDS, min_size=1, max_size=3))), draw(st.integers(0, 3)))
+        TagField(
+            field, tuple(draw(st.lists(links, min_size=1, max_size=3))), draw(st.integers(0, 3))
+        )
         for field in draw(st.lists(st.sampled_from(["CALLS", "CALLED_BY", "BASE"]), unique=True))
     ]
-    ent = Entity(ident, kind, ident, name or ident, 1, 1, 1, (0, 0, 0, 0))
+    ent = Entity(ident, kind, path, name or path, 1, 1, 1, (0, 0, 0, 0))
+    if legacy:  # as trees materialized with the first format hold them
+        body = [field_line(f) for f in fields]
+        return [LEGACY_DELIMITER, f"# {kind} {ident}", *body, LEGACY_DELIMITER]
     return block_lines(ent, fields)
 
 
@@ -186,3 +202,28 @@ def test_inserted_lines_are_comments_in_the_file_encoding(data: st.DataObject) -
     }
     for i in inserted:
         assert new_lines[i].lstrip(" \t\f") in written
+
+
+@SETTINGS
+@given(st.data())
+def test_blocks_of_the_first_format_strip_and_are_replaced(data: st.DataObject) -> None:
+    source, _encoding = data.draw(sources())
+    if not _clean(source):
+        return
+    old_blocks, names = data.draw(requests(source, legacy=True))
+    old = materialize(source, old_blocks, names)
+    if old.problems:
+        return
+    assert strip(old.text).text == source
+    new_blocks = {k: _lines(data.draw, "function", names.get(k, "")) for k in old_blocks}
+    fresh = materialize(source, new_blocks, names)
+    if fresh.problems:
+        return
+    moved = _moved(old.text, new_blocks)
+    replaced = materialize(
+        old.text,
+        {moved[k]: v for k, v in new_blocks.items()},
+        {moved[k]: v for k, v in names.items()},
+    )
+    assert replaced.removed == old.inserted
+    assert replaced.text == fresh.text

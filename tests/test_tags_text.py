@@ -10,14 +10,23 @@ import pytest
 
 from anchor_ls.index.model import Entity
 from anchor_ls.tags.policy import TagField
-from anchor_ls.tags.render import DELIMITER, block_lines
+from anchor_ls.tags.render import CLOSE, LEGACY_DELIMITER, OPEN, block_lines
 from anchor_ls.tags.text import MODULE, check, materialize, strip
+
+OPEN_B = OPEN.encode()
+CLOSE_B = CLOSE.encode()
 
 
 def blk(kind: str, ident: str, **fields: tuple[str, ...]) -> list[str]:
     path, _, qual = ident.partition(":")
     ent = Entity(ident, kind, path, qual.rpartition(".")[2] or path, 1, 1, 1, (0, 0, 0, 0))
     return block_lines(ent, [TagField(k, v, 0) for k, v in fields.items()])
+
+
+def legacy(kind: str, ident: str, **fields: tuple[str, ...]) -> list[str]:
+    """A block in the first format, as trees materialized before the current one hold it."""
+    body = [f"# {k}: {', '.join(v)}" for k, v in fields.items()]
+    return [LEGACY_DELIMITER, f"# {kind} {ident}", *body, LEGACY_DELIMITER]
 
 
 MOD = blk("module", "m.py", IMPORTED_BY=("a.py", "b.py"))
@@ -44,14 +53,12 @@ def tag(source: bytes, blocks: dict, names: dict | None = None) -> bytes:
 def test_block_format_is_the_one_in_the_design() -> None:
     out = tag(b"def f():\n    pass\n", {MODULE: MOD, 1: F}, {1: "f"})
     assert out == (
-        b"# === CodeAnchor ===\n"
-        b"# module m.py\n"
+        b"# === CodeAnchor m.py\n"
         b"# IMPORTED_BY: a.py, b.py\n"
-        b"# === CodeAnchor ===\n"
-        b"# === CodeAnchor ===\n"
-        b"# function m.py:f\n"
+        b"# ===\n"
+        b"# === CodeAnchor m.py:f\n"
         b"# CALLED_BY: a.py:g\n"
-        b"# === CodeAnchor ===\n"
+        b"# ===\n"
         b"def f():\n    pass\n"
     )
 
@@ -72,14 +79,14 @@ def test_module_block_goes_after_shebang_and_coding_lines(head: bytes, kept: int
     out = tag(source, {MODULE: MOD})
     got = lines_of(out)
     assert got[:kept] == lines_of(source)[:kept]
-    assert got[kept] == DELIMITER.encode() + b"\n"
+    assert got[kept] == b"# === CodeAnchor m.py\n"
     assert ast.get_docstring(ast.parse(out)) == "Doc."
 
 
 def test_module_block_after_a_utf8_bom_keeps_the_bom_first() -> None:
     source = codecs.BOM_UTF8 + b"x = '\xc3\xa9'\n"
     out = tag(source, {MODULE: MOD})
-    assert out.startswith(codecs.BOM_UTF8 + DELIMITER.encode())
+    assert out.startswith(codecs.BOM_UTF8 + OPEN_B)
     ns: dict = {}
     exec(compile(out, "m.py", "exec"), ns)
     assert ns["x"] == "é"
@@ -93,7 +100,7 @@ def test_a_file_that_is_only_a_shebang_without_line_end_gets_no_module_block() -
 
 def test_empty_file_gets_a_module_block_and_strips_back_to_empty() -> None:
     out = tag(b"", {MODULE: MOD})
-    assert out.count(DELIMITER.encode()) == 2
+    assert out.count(OPEN_B) == 1 and out.endswith(b"\n# ===\n")
     assert strip(out).text == b""
 
 
@@ -110,21 +117,20 @@ def test_definition_block_goes_above_the_first_decorator_with_its_indentation() 
     )
     out = tag(source, {1: CLS, 7: METH}, {1: "C", 7: "run"})
     got = lines_of(out)
-    assert got[0] == b"# === CodeAnchor ===\n"
-    assert got[5:9] == [
-        b"\t# === CodeAnchor ===\n",
-        b"\t# method m.py:C.run\n",
+    assert got[0] == b"# === CodeAnchor m.py:C\n"
+    assert got[4:7] == [
+        b"\t# === CodeAnchor m.py:C.run\n",
         b"\t# CALLED_BY: a.py:main\n",
-        b"\t# === CodeAnchor ===\n",
+        b"\t# ===\n",
     ]
-    assert got[9] == b"\t@staticmethod\n"
+    assert got[7] == b"\t@staticmethod\n"
     compile(out, "m.py", "exec")
 
 
 def test_async_def_and_form_feed_indentation() -> None:
     source = b"\x0cclass C:\n\x0c    async def run(self):\n        pass\n"
     out = tag(source, {1: CLS, 2: METH}, {1: "C", 2: "run"})
-    assert b"\x0c    # method m.py:C.run\n" in out
+    assert b"\x0c    # === CodeAnchor m.py:C.run\n" in out
     compile(out, "m.py", "exec")
 
 
@@ -148,13 +154,13 @@ def test_no_block_where_no_definition_starts_the_line(source: bytes, line: int) 
 
 def test_one_liner_class_at_line_start_gets_a_block() -> None:
     out = tag(b"class C: pass\n", {1: CLS}, {1: "C"})
-    assert out.endswith(b"# === CodeAnchor ===\nclass C: pass\n")
+    assert out.endswith(b"# ===\nclass C: pass\n")
 
 
 def test_names_are_compared_after_nfkc_normalisation() -> None:
     source = "def ﬁle():\n    pass\n".encode()  # the parser reads the name as "file"
     out = tag(source, {1: F}, {1: "file"})
-    assert out.count(DELIMITER.encode()) == 2
+    assert out.count(OPEN_B) == 1
 
 
 # ----- line ends and encodings ---------------------------------------------------
@@ -164,7 +170,7 @@ def test_names_are_compared_after_nfkc_normalisation() -> None:
 def test_blocks_use_the_file_line_end(eol: bytes) -> None:
     source = eol.join([b"import os", b"def f():", b"    return 1", b""])
     out = tag(source, {MODULE: MOD, 2: F}, {2: "f"})
-    assert out.count(DELIMITER.encode() + eol) == 4
+    assert out.count(CLOSE_B + eol) == 2 and out.count(OPEN_B) == 2
     assert b"\r" not in out.replace(eol, b"") and b"\n" not in out.replace(eol, b"")
     compile(out, "m.py", "exec")
 
@@ -172,7 +178,7 @@ def test_blocks_use_the_file_line_end(eol: bytes) -> None:
 def test_mixed_line_ends_use_the_dominant_one() -> None:
     source = b"a = 1\r\nb = 2\r\nc = 3\ndef f():\r\n    pass\r\n"
     out = tag(source, {2: F} | {4: F}, {4: "f"})
-    assert b"# function m.py:f\r\n" in out
+    assert b"# === CodeAnchor m.py:f\r\n" in out
 
 
 def test_last_line_without_line_end_is_kept_so() -> None:
@@ -195,7 +201,7 @@ def test_shift_jis_file_round_trips() -> None:
     text = "# coding: shift_jis\ns = '表示'\ndef f():\n    return s\n"
     source = text.encode("shift_jis")
     out = tag(source, {MODULE: MOD, 3: F}, {3: "f"})
-    assert out.decode("shift_jis").startswith("# coding: shift_jis\n# === CodeAnchor ===\n")
+    assert out.decode("shift_jis").startswith("# coding: shift_jis\n# === CodeAnchor m.py\n")
 
 
 def test_utf8_file_with_undecodable_bytes_is_tagged_around_them() -> None:
@@ -214,9 +220,16 @@ def test_an_encoding_that_is_not_ascii_compatible_is_left_alone() -> None:
 def test_control_characters_in_ids_cannot_split_a_block() -> None:
     weird = blk("module", "we\nird\r.py\x00", IMPORTED_BY=("x\u2028y.py",))
     out = tag(b"pass\n", {MODULE: weird})
-    assert b"# module we\\nird\\r.py\\x00\n" in out
+    assert b"# === CodeAnchor we\\nird\\r.py\\x00\n" in out
     assert b"x\\u2028y.py" in out
     compile(out, "m.py", "exec")
+
+
+def test_ids_with_odd_spaces_still_make_a_block() -> None:
+    odd = blk("function", " sp ace.py:f", CALLED_BY=("a.py:g",))
+    out = tag(b"def f(): pass\n", {1: odd}, {1: "f"})
+    assert out.startswith(b"# === CodeAnchor  sp ace.py:f\n")
+    assert strip(out).blocks[0].header == " sp ace.py:f"
 
 
 def test_a_module_id_that_reads_as_a_coding_line_is_not_written() -> None:
@@ -265,26 +278,33 @@ def test_strip_leaves_blocks_inside_strings_alone() -> None:
     assert result.damaged == []
 
 
-def test_strip_leaves_similar_user_comments_alone() -> None:
-    source = (
-        b"# === CodeAnchor ===\n"  # a lone delimiter is damaged, reported
-        b"x = 1\n"
-        b"# module notes: this is not a block\n"
-        b"# CALLS: nothing\n"
-    )
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"# === CodeAnchor ===\nx = 1\n# module notes: this is not a block\n# CALLS: nothing\n",
+        b"# === CodeAnchor notes\nx = 1\n",  # an opening line without its closing line
+    ],
+)
+def test_strip_leaves_similar_user_comments_alone(source: bytes) -> None:
     result = strip(source)
     assert result.text == source
-    assert result.damaged == [(1, result.damaged[0][1])]
+    assert result.damaged == [(1, result.damaged[0][1])]  # a lone opening line is reported
+
+
+def test_a_lone_closing_line_or_field_line_is_a_plain_comment() -> None:
+    source = b"# ===\nx = 1\n# CALLS: nothing\n# ===\ndef f(): pass\n"
+    result = strip(source)
+    assert result.text == source and result.damaged == []
 
 
 @pytest.mark.parametrize(
     ("damage", "line"),
     [
-        (lambda ls: ls[:3] + ls[4:], 1),  # closing delimiter deleted
-        (lambda ls: ls[:1] + ls[2:], 1),  # header deleted
-        (lambda ls: [ls[0], ls[1], b"x = 1\n", *ls[2:]], 1),  # code inside the block
-        (lambda ls: [ls[0], ls[1], ls[2], b"    " + ls[3], *ls[4:]], 1),  # re-indented
-        (lambda ls: [ls[0], ls[1], b"# CALLS oops\n", *ls[3:]], 1),  # field line broken
+        (lambda ls: ls[:2] + ls[3:], 1),  # closing line deleted
+        (lambda ls: [ls[0], b"x = 1\n", *ls[1:]], 1),  # code inside the block
+        (lambda ls: [ls[0], b"    " + ls[1], *ls[2:]], 1),  # a field re-indented
+        (lambda ls: [ls[0], ls[1], b"  " + ls[2], *ls[3:]], 1),  # closing line re-indented
+        (lambda ls: [ls[0], b"# CALLS oops\n", *ls[2:]], 1),  # field line broken
     ],
 )
 def test_damaged_blocks_are_reported_and_left_as_they_are(damage, line: int) -> None:
@@ -296,6 +316,14 @@ def test_damaged_blocks_are_reported_and_left_as_they_are(damage, line: int) -> 
     assert result.damaged and result.damaged[0][0] == line
     again = materialize(broken, {1: F}, {1: "f"})
     assert again.text == broken and again.problems  # materialize refuses too
+
+
+def test_a_block_whose_opening_line_was_deleted_leaves_plain_comments() -> None:
+    source = b"def f():\n    pass\n"
+    orphan = b"".join(lines_of(tag(source, {1: F}, {1: "f"}))[1:])
+    assert strip(orphan).text == orphan and strip(orphan).damaged == []
+    again = materialize(orphan, {3: F}, {3: "f"})
+    assert strip(again.text).text == orphan
 
 
 def test_a_block_left_open_in_an_unterminated_string_is_reported() -> None:
@@ -342,7 +370,7 @@ def test_strip_keeps_every_agent_edit() -> None:
 def test_strip_after_the_agent_deleted_a_function_with_its_block() -> None:
     original = b"def f():\n    pass\n\ndef g():\n    pass\n"
     tagged = tag(original, {1: F, 4: G}, {1: "f", 4: "g"})
-    start = tagged.index(b"# === CodeAnchor ===\n# function m.py:g")
+    start = tagged.index(b"# === CodeAnchor m.py:g\n")
     edited = tagged[:start]  # g and its block are gone
     assert strip(edited).text == b"def f():\n    pass\n\n"
 
@@ -353,13 +381,13 @@ def test_strip_after_the_agent_deleted_a_function_with_its_block() -> None:
 def test_materialize_refreshes_old_blocks_and_is_idempotent() -> None:
     source = b"def f():\n    pass\n\ndef g():\n    f()\n"
     first = tag(source, {1: F, 4: G}, {1: "f", 4: "g"})
-    # In the tagged text the definitions sit 4 and 8 lines lower.
+    # In the tagged text the definitions sit 3 and 6 lines lower.
     newer = blk("function", "m.py:f", CALLED_BY=("m.py:g", "z.py:h"))
-    second = materialize(first, {5: newer, 12: G}, {5: "f", 12: "g"})
+    second = materialize(first, {4: newer, 10: G}, {4: "f", 10: "g"})
     assert second.removed == 2 and second.inserted == 2
-    assert b"# CALLED_BY: m.py:g, z.py:h\n" in second.text
+    assert b"# CALLED_BY: :g, z.py:h\n" in second.text
     assert strip(second.text).text == source
-    third = materialize(second.text, {5: newer, 12: G}, {5: "f", 12: "g"})
+    third = materialize(second.text, {4: newer, 10: G}, {4: "f", 10: "g"})
     assert third.text == second.text
 
 
@@ -376,7 +404,7 @@ def test_an_empty_request_strips_everything() -> None:
 def test_check_passes_fresh_tags_and_untagged_files() -> None:
     source = b"def f():\n    pass\n"
     tagged = tag(source, {1: F}, {1: "f"})
-    assert check(tagged, {5: F}, {5: "f"}) == []
+    assert check(tagged, {4: F}, {4: "f"}) == []
     assert check(source, {1: F}, {1: "f"}) == []  # no blocks present, none required
 
 
@@ -384,28 +412,78 @@ def test_check_finds_stale_malformed_and_missing_blocks() -> None:
     source = b"def f():\n    pass\n\ndef g():\n    f()\n"
     tagged = tag(source, {1: F}, {1: "f"})
     stale = blk("function", "m.py:f", CALLED_BY=("m.py:g",))
-    findings = check(tagged, {5: stale, 8: G}, {5: "f", 8: "g"}, require=True)
-    assert findings == [(1, "stale: function m.py:f"), (8, "missing: function m.py:g")]
-    assert check(tagged, {5: stale, 8: G}, {5: "f", 8: "g"}) == [(1, "stale: function m.py:f")]
-    broken = tagged.replace(b"# === CodeAnchor ===\ndef", b"def")
+    findings = check(tagged, {4: stale, 7: G}, {4: "f", 7: "g"}, require=True)
+    assert findings == [(1, "stale: m.py:f"), (7, "missing: m.py:g")]
+    assert check(tagged, {4: stale, 7: G}, {4: "f", 7: "g"}) == [(1, "stale: m.py:f")]
+    broken = tagged.replace(b"# ===\ndef", b"def")
     assert check(broken, {}, {})[0][0] == 1
 
 
 def test_check_flags_a_block_that_moved_or_is_no_longer_due() -> None:
     source = b"def f():\n    pass\n"
     tagged = tag(source, {1: F}, {1: "f"})
-    assert check(tagged, {}, {}) == [(1, "stale (no block is due here): function m.py:f")]
+    assert check(tagged, {}, {}) == [(1, "stale (no block is due here): m.py:f")]
     moved = tagged.replace(b"def f():\n    pass\n", b"x = 1\ndef f():\n    pass\n")
-    assert check(moved, {6: F}, {6: "f"}) != []
+    assert check(moved, {5: F}, {5: "f"}) != []
 
 
 def test_check_notices_a_changed_line_end() -> None:
     tagged = tag(b"def f():\r\n    pass\r\n", {1: F}, {1: "f"})
-    crlf_block_as_lf = tagged.replace(b"# function m.py:f\r\n", b"# function m.py:f\n", 1)
-    assert check(crlf_block_as_lf, {5: F}, {5: "f"}) != []
+    assert check(tagged, {4: F}, {4: "f"}) == []
+    crlf_block_as_lf = tagged.replace(b"m.py:f\r\n", b"m.py:f\n", 1)
+    assert check(crlf_block_as_lf, {4: F}, {4: "f"}) != []
 
 
 def test_no_block_between_a_misindented_decorator_and_its_def() -> None:
     source = b"@deco\n  def f():\n    pass\n"  # does not compile; must not get worse
     result = materialize(source, {2: F}, {2: "f"})
     assert result.text == source
+
+
+# ----- blocks of the first format ----------------------------------------------------
+
+
+LEGACY_SOURCE = b"class C:\r\n\t@staticmethod\r\n\tdef run():\r\n\t\tpass\r\n"
+
+
+def with_legacy_blocks() -> bytes:
+    """LEGACY_SOURCE as a tree materialized with the first format holds it (CRLF, tabs)."""
+    module = legacy("module", "m.py", IMPORTED_BY=("a.py",))
+    cls = legacy("class", "m.py:C", DERIVED=("a.py:D",))
+    meth = ["\t" + line for line in legacy("method", "m.py:C.run", CALLED_BY=("a.py:main",))]
+    lines = [*module, *cls, "class C:", *meth, "\t@staticmethod", "\tdef run():", "\t\tpass"]
+    return "".join(line + "\r\n" for line in lines).encode()
+
+
+def test_strip_removes_blocks_of_the_first_format_byte_for_byte() -> None:
+    result = strip(with_legacy_blocks())
+    assert result.text == LEGACY_SOURCE
+    assert result.damaged == [] and result.removed == 3
+    assert [b.header for b in result.blocks] == ["m.py", "m.py:C", "m.py:C.run"]
+
+
+def test_materialize_replaces_blocks_of_the_first_format() -> None:
+    old = with_legacy_blocks()
+    lines = {9: CLS, 15: METH}  # where C and run are in the text with the old blocks
+    result = materialize(old, {MODULE: MOD} | lines, {9: "C", 15: "run"})
+    assert result.removed == 3 and result.inserted == 3 and result.problems == []
+    assert LEGACY_DELIMITER.encode() not in result.text
+    assert b"\t# === CodeAnchor m.py:C.run\r\n\t# CALLED_BY: a.py:main\r\n\t# ===\r\n" in (
+        result.text
+    )
+    assert strip(result.text).text == LEGACY_SOURCE
+
+
+def test_check_calls_blocks_of_the_first_format_stale_but_not_missing() -> None:
+    old = with_legacy_blocks()
+    findings = check(old, {9: CLS}, {9: "C"}, require=True)
+    assert (5, "stale: m.py:C") in findings
+    assert not any("missing" in message for _, message in findings)
+
+
+def test_damaged_blocks_of_the_first_format_are_still_reported() -> None:
+    block = legacy("function", "m.py:f", CALLED_BY=("a.py:g",))
+    for broken in (block[:-1], [block[0], *block[2:]]):  # closing line, header deleted
+        source = ("\n".join(broken) + "\ndef f(): pass\n").encode()
+        result = strip(source)
+        assert result.text == source and result.damaged[0][0] == 1

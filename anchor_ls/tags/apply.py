@@ -23,7 +23,7 @@ from anchor_ls.tags.files import (
     is_python,
     walk,
 )
-from anchor_ls.tags.policy import ResolvedPolicy, fields_for, resolve_policy
+from anchor_ls.tags.policy import ResolvedPolicy, block_fields, resolve_policy, tags_file
 from anchor_ls.tags.render import MARKER, block_lines
 
 TAGGED_KINDS = frozenset({"module", "class", "function", "method"})
@@ -94,20 +94,26 @@ class Report:
 
 
 def policy_for(
-    graph: Graph, name: str, max_items: int, *, cross_file: bool = False
+    graph: Graph, name: str, max_items: int, *, cross_file: bool = False, tests: bool = False
 ) -> ResolvedPolicy:
     """resolve_policy with the graph's mean call out-degree (what auto needs)."""
     with graph.lock:
         mean_out, _hubs = graph_figures(graph)
-    return resolve_policy(name, mean_out, max_items, cross_file=cross_file)
+    return resolve_policy(name, mean_out, max_items, cross_file=cross_file, tests=tests)
 
 
 def file_blocks(
     graph: Graph, relpath: str, policy: ResolvedPolicy
 ) -> tuple[dict[int, list[str]], dict[int, str]]:
-    """The blocks of one file keyed as `text.materialize` wants them, and the names guard."""
+    """The blocks of one file keyed as `text.materialize` wants them, and the names guard.
+
+    A file the policy leaves untagged (test code, by default) gets none: materialize then
+    only strips it.
+    """
     blocks: dict[int, list[str]] = {}
     names: dict[int, str] = {}
+    if not tags_file(relpath, policy):
+        return blocks, names
     with graph.lock:
         for ent in graph.file_entities(relpath):
             if ent.kind not in TAGGED_KINDS:
@@ -115,7 +121,7 @@ def file_blocks(
             key = text.MODULE if ent.kind == "module" else ent.line
             if key in blocks:  # two entities on one line: the first (outermost) wins
                 continue
-            tags = fields_for(graph, ent.id, policy)
+            tags = block_fields(graph, ent.id, policy)
             if not tags:
                 continue
             blocks[key] = block_lines(ent, tags)

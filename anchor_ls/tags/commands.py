@@ -40,6 +40,7 @@ def _policy(args: argparse.Namespace, index: IndexLike) -> ResolvedPolicy:
         getattr(args, "policy", "auto"),
         args.max_items,
         cross_file=bool(getattr(args, "cross_file", False)),
+        tests=bool(getattr(args, "tests", False)),
     )
 
 

@@ -1,16 +1,31 @@
 """Which tag fields an entity carries, under which policy, capped how (the CodeAnchor study's rule).
 
-`fields_for` is shared by the materialized comments and the editor's inlay hints and
-lenses, so both show the same facts; it costs O(degree) per field.
+`fields_for` is what the editor's inlay hints and lenses show; `block_fields`, what a
+materialized block writes, is the same minus forward links to hubs. Both cost O(degree)
+per field.
 
-Two rules keep tags about what a reader cannot already see:
-- PARENT is left out when it is the entity id's own prefix (`pkg/m.py:A` for
-  `pkg/m.py:A.run`): the header line already names it.
+Rules that keep tags about what a reader cannot already see:
+- Containment the ids already say is left out: PARENT when it is the entity id's own
+  prefix (`pkg/m.py:A` for `pkg/m.py:A.run`), CHILDREN whose id extends the entity's
+  (the methods that follow a class; the header of each names its class).
+- A constructor call is one fact: calling a class C is also an edge to the `__init__`
+  C's MRO finds, so CALLS leaves out `C.__init__` when it lists `C`, and CALLED_BY of
+  `C.__init__` leaves out the callers that call `C` (the class's block lists them);
+  what remains there are explicit calls (`super().__init__`, subclasses without one).
 - Calls between test code and the code under test are not CALLS/CALLED_BY but
   TEST_REF ("tests that exercise me", a dense field, as in the study), so a helper
-  called from hundreds of tests does not list them in every policy.
+  called from hundreds of tests does not list them in every policy. For the same
+  reason the code under test leaves test code out of IMPORTED_BY and DERIVED (test
+  code still lists what it imports and derives from).
   Test code: files under a test/tests/testing folder, test_*.py, *_test.py,
   tests.py and conftest.py.
+
+And two that keep materialized text small, where the study measured its cost (input
+tokens) and the hub problem (a hub's name repeated in many blocks eclipses the rest in
+keyword search):
+- `block_fields`: CALLS leaves out hubs, callees with more than `hub_callers` callers.
+- `tags_file`: test code carries no blocks unless the policy asks for them (`tests`);
+  the code under test still lists its tests under TEST_REF (dense).
 """
 
 from __future__ import annotations
@@ -22,6 +37,9 @@ from functools import lru_cache
 from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph, path_of
 
 DEFAULT_MAX_ITEMS = 8
+# A callee with more callers than this is a hub: left out of materialized CALLS. The
+# study counts a node with degree over 10 as a hub (anchor_ls.index.stats.HUB_DEGREE).
+HUB_CALLERS = 10
 POLICIES = ("auto", "topo", "inv", "dense")
 
 # The study's thresholds on mean call out-degree (section 6: a simple two-stage policy).
@@ -84,6 +102,8 @@ class ResolvedPolicy:
     `max_items` caps every field (0: no cap); `reason` says why, for the CLI and logs.
     `cross_file`: list only entities of other files (what reading this file cannot show);
     a definition whose relations all stay in its file then carries no block.
+    `tests`: materialize blocks in test code too. `hub_callers`: materialized CALLS
+    leave out callees with more callers than this (0: keep them).
     """
 
     name: str
@@ -91,6 +111,8 @@ class ResolvedPolicy:
     max_items: int
     reason: str
     cross_file: bool = False
+    tests: bool = False
+    hub_callers: int = HUB_CALLERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +129,12 @@ class PolicyError(ValueError):
 
 
 def resolve_policy(
-    name: str, mean_out_degree: float, max_items: int, *, cross_file: bool = False
+    name: str,
+    mean_out_degree: float,
+    max_items: int,
+    *,
+    cross_file: bool = False,
+    tests: bool = False,
 ) -> ResolvedPolicy:
     """Turn a requested policy (auto included) into the fields and cap to use.
 
@@ -115,9 +142,11 @@ def resolve_policy(
     (hub-heavy repositories), in between topo with a tighter cap (half, at least 3).
     """
     policy = _resolve(name, mean_out_degree, max_items)
-    if not cross_file:
-        return policy
-    return replace(policy, cross_file=True, reason=policy.reason + "; cross-file links only")
+    if cross_file:
+        policy = replace(policy, cross_file=True, reason=policy.reason + "; cross-file links only")
+    if tests:
+        policy = replace(policy, tests=True, reason=policy.reason + "; test code tagged too")
+    return policy
 
 
 def _resolve(name: str, mean_out_degree: float, max_items: int) -> ResolvedPolicy:
@@ -176,6 +205,9 @@ def implied_parent(entity_id: str) -> str | None:
     return f"{path}:{head}" if dot else path
 
 
+_INIT = ".__init__"
+
+
 def _related(graph: Graph, name: str, entity_id: str, in_tests: bool) -> list[str]:
     spec = FIELD_SPECS[name]
     if name == "TEST_REF":
@@ -186,17 +218,38 @@ def _related(graph: Graph, name: str, entity_id: str, in_tests: bool) -> list[st
     ids = graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
     if spec.kind == CALLS:
         ids = [i for i in ids if is_test_path(path_of(i)) == in_tests]
+        if spec.forward:
+            listed = set(ids)
+            ids = [i for i in ids if not (i.endswith(_INIT) and i[: -len(_INIT)] in listed)]
+        elif entity_id.endswith(_INIT):
+            builders = set(graph.into(CALLS, entity_id[: -len(_INIT)]))
+            ids = [i for i in ids if i not in builders]
+    elif name in ("IMPORTED_BY", "DERIVED") and not in_tests:
+        ids = [i for i in ids if not is_test_path(path_of(i))]
     elif name == "PARENT":
         implied = implied_parent(entity_id)
         ids = [i for i in ids if i != implied]
+    elif name == "CHILDREN":
+        ids = [i for i in ids if implied_parent(i) != entity_id]
     return ids
 
 
-def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[TagField]:
-    """The non-empty fields of one entity, in the policy's order, entries sorted and capped.
+def _is_hub(graph: Graph, callee: str, in_tests: bool, limit: int) -> bool:
+    """More than `limit` callers on the caller's side of the test boundary (what it would list)."""
+    if graph.in_degree(CALLS, callee) <= limit:
+        return False
+    same_side = 0
+    for caller in graph.into(CALLS, callee):
+        if is_test_path(path_of(caller)) == in_tests:
+            same_side += 1
+            if same_side > limit:
+                return True
+    return False
 
-    Callers that need a consistent view hold `graph.lock`.
-    """
+
+def _fields(
+    graph: Graph, entity_id: str, policy: ResolvedPolicy, without_hubs: bool
+) -> list[TagField]:
     path = path_of(entity_id)
     in_tests = is_test_path(path)
     found: list[TagField] = []
@@ -204,8 +257,28 @@ def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[Tag
         ids = _related(graph, name, entity_id, in_tests)
         if policy.cross_file:
             ids = [i for i in ids if path_of(i) != path]
+        if without_hubs and name == "CALLS" and policy.hub_callers:
+            ids = [i for i in ids if not _is_hub(graph, i, in_tests, policy.hub_callers)]
         if not ids:
             continue
         entries, more = cap(ids, policy.max_items)
         found.append(TagField(name, entries, more))
     return found
+
+
+def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[TagField]:
+    """The non-empty fields of one entity, in the policy's order, entries sorted and capped.
+
+    What the editor shows. Callers that need a consistent view hold `graph.lock`.
+    """
+    return _fields(graph, entity_id, policy, without_hubs=False)
+
+
+def block_fields(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[TagField]:
+    """The fields a materialized block writes: fields_for without forward links to hubs."""
+    return _fields(graph, entity_id, policy, without_hubs=True)
+
+
+def tags_file(relpath: str, policy: ResolvedPolicy) -> bool:
+    """Whether materialized tags go into this file: test code only when the policy asks."""
+    return policy.tests or not is_test_path(relpath)

@@ -4,6 +4,11 @@ materialize only inserts whole lines (at logical-line starts, in the file's own 
 end and encoding) and strip only removes whole lines that form complete blocks, so
 strip(materialize(x)) == x byte for byte. Every materialize result is verified by
 stripping it again before it is returned; a file that would not round-trip is left as is.
+
+A complete block is either format, each line at one indentation, outside any string:
+- `# === CodeAnchor <id>`, field lines `# NAME: ...`, `# ===` (what `render` writes);
+- `# === CodeAnchor ===`, `# <kind> <id>`, field lines, `# === CodeAnchor ===` (the
+  first format: trees materialized with it still strip, and materialize replaces them).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 
 from anchor_ls.index.model import ENTITY_KINDS
 from anchor_ls.syntax.source import declared_encoding
-from anchor_ls.tags.render import MARKER
+from anchor_ls.tags.render import MARKER, block_header
 from anchor_ls.tags.scan import (
     COOKIE,
     Layout,
@@ -30,9 +35,12 @@ from anchor_ls.tags.scan import (
 
 MODULE = 0  # the key of the module block in a `blocks` mapping
 
+_OPEN = re.compile(rb"([ \t\f]*)# === CodeAnchor (?!===[ \t]*\Z).+\Z")
+_CLOSE = re.compile(rb"([ \t\f]*)# ===[ \t]*\Z")
+_FIELD = re.compile(rb"([ \t\f]*)# [A-Z][A-Z0-9_]*: .*\Z")
+# The first format: one delimiter line opens and closes, a "# <kind> <id>" line follows it.
 _DELIM = re.compile(rb"([ \t\f]*)# === CodeAnchor ===[ \t]*\Z")
 _HEADER = re.compile(rb"([ \t\f]*)# (?:" + "|".join(ENTITY_KINDS).encode() + rb") .+\Z")
-_FIELD = re.compile(rb"([ \t\f]*)# [A-Z][A-Z0-9_]*: .*\Z")
 
 Note = tuple[int, str]  # (1-based line, message); line 0 is the whole file
 
@@ -47,7 +55,8 @@ class Block:
 
     @property
     def header(self) -> str:
-        return self.lines[1].strip().decode("utf-8", "replace")[2:]
+        """The id the block is for (the opening line's, or the first format's header)."""
+        return block_header([line.decode("utf-8", "replace") for line in self.lines[:2]])
 
 
 @dataclass(slots=True)
@@ -98,25 +107,34 @@ def _in_string(lay: Layout | None, i: int) -> bool:
     return lay is not None and bool(lay.in_string[i])
 
 
+def _opens(line: bytes) -> re.Match[bytes] | None:
+    """The match of a block's first line (either format), else None."""
+    if MARKER not in line:
+        return None
+    return _OPEN.match(line) or _DELIM.match(line)
+
+
 def _complete_from(lines: list[bytes], lay: Layout | None, i: int) -> int | None:
-    """If line i opens a complete block, the index of its closing delimiter."""
+    """If line i opens a complete block, the index of its closing line."""
     n = len(lines)
-    m = _DELIM.match(lines[i])
+    m = _opens(lines[i])
     if m is None or _in_string(lay, i):
         return None
     indent = m.group(1)
+    legacy = m.re is _DELIM
     j = i + 1
-    h = _HEADER.match(lines[j]) if j < n and not _in_string(lay, j) else None
-    if h is None or h.group(1) != indent:
-        return None
-    j += 1
+    if legacy:
+        h = _HEADER.match(lines[j]) if j < n and not _in_string(lay, j) else None
+        if h is None or h.group(1) != indent:
+            return None
+        j += 1
     while j < n and not _in_string(lay, j):
         f = _FIELD.match(lines[j])
         if f is None or f.group(1) != indent:
             break
         j += 1
     if j < n and not _in_string(lay, j):
-        d = _DELIM.match(lines[j])
+        d = (_DELIM if legacy else _CLOSE).match(lines[j])
         if d is not None and d.group(1) == indent:
             return j
     return None
@@ -133,7 +151,7 @@ def find_blocks(src: Lines, lay: Layout | None) -> tuple[list[Block], list[Note]
     i = 0
     n = len(lines)
     while i < n:
-        if MARKER not in lines[i] or _in_string(lay, i) or not _DELIM.match(lines[i]):
+        if MARKER not in lines[i] or _in_string(lay, i) or not _opens(lines[i]):
             i += 1
             continue
         end = _complete_from(lines, lay, i)
@@ -145,17 +163,21 @@ def find_blocks(src: Lines, lay: Layout | None) -> tuple[list[Block], list[Note]
         i = end + 1
     if lay is not None and lay.open_string is not None:
         for j in range(lay.open_string, n):
-            if MARKER in lines[j] and _DELIM.match(lines[j]):
+            if _opens(lines[j]):
                 damaged.append(
-                    (j + 1, "CodeAnchor delimiter inside a string left open at the end of file")
+                    (j + 1, "CodeAnchor block opened inside a string left open at the end of file")
                 )
                 break
     return blocks, damaged
 
 
 def _why_damaged(lines: list[bytes], lay: Layout | None, i: int) -> str:
-    indent = _DELIM.match(lines[i]).group(1)  # type: ignore[union-attr]
+    m = _opens(lines[i])
+    assert m is not None
+    indent = m.group(1)
     nxt = lines[i + 1] if i + 1 < len(lines) else None
+    if m.re is not _DELIM:
+        return "CodeAnchor block is not closed by a '# ===' line at its indentation"
     if nxt is None:
         return "CodeAnchor delimiter on the last line, without a block"
     h = _HEADER.match(nxt)
@@ -224,7 +246,7 @@ def _plan(
     n = len(src.lines)
     for key in sorted(blocks, key=lambda k: (k != MODULE, k)):
         block = blocks[key]
-        header = block[1][2:] if len(block) > 1 else "?"
+        header = block_header(block)
         line = lines_of.get(key, key)
         if key == MODULE:
             at = module_insert_index(lay.text)
@@ -379,12 +401,20 @@ def check(
                 findings.append((b.start + 1, f"{what}: {b.header}"))
     if require:
         for anchor, expected in sorted(plan.at.items()):
-            have = {b.lines[1].strip() for b, _ in present.get(anchor, [])}
+            have = {_id_bytes(b.lines) for b, _ in present.get(anchor, [])}
             for lines, header in zip(expected, plan.ids[anchor], strict=True):
-                if lines[1].strip() not in have:
+                if _id_bytes(lines) not in have:
                     findings.append((_source_line(stripped, anchor), f"missing: {header}"))
     findings.sort()
     return findings
+
+
+def _id_bytes(lines: Sequence[bytes]) -> bytes:
+    """The id a block's lines name, as bytes in the file's encoding (either format)."""
+    first = lines[0].strip()
+    if _DELIM.match(first):
+        return lines[1].strip().partition(b" ")[2].partition(b" ")[2]
+    return first[len(b"# === CodeAnchor ") :]
 
 
 def _source_line(stripped: StripResult, anchor: int) -> int:

@@ -226,7 +226,7 @@ local function run()
   vim.cmd('AnchorMaterialize')
   wait_for('tag blocks in the buffer', function()
     for _, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
-      if l:find('=== CodeAnchor ===', 1, true) then
+      if l:find('=== CodeAnchor ', 1, true) then
         return true
       end
     end
@@ -238,7 +238,7 @@ local function run()
   vim.cmd('AnchorStrip')
   wait_for('the tag blocks to be stripped', function()
     for _, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
-      if l:find('=== CodeAnchor ===', 1, true) then
+      if l:find('=== CodeAnchor ', 1, true) then
         return false
       end
     end

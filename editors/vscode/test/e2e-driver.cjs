@@ -190,9 +190,9 @@ async function run(page) {
     page,
     () => {
       const lines = [...document.querySelectorAll(".monaco-editor .view-line")].map((l) => (l.textContent || "").replace(/\u00a0/g, " "));
-      return lines.filter((t) => t.includes("=== CodeAnchor ===")).length;
+      return lines.filter((t) => t.includes("=== CodeAnchor ")).length;
     },
-    (n) => n >= 2,
+    (n) => n >= 1,
     30_000
   );
   log("materialized tag block visible in the editor");
@@ -203,7 +203,7 @@ async function run(page) {
     page,
     () => {
       const lines = [...document.querySelectorAll(".monaco-editor .view-line")].map((l) => (l.textContent || "").replace(/\u00a0/g, " "));
-      return lines.filter((t) => t.includes("=== CodeAnchor ===")).length;
+      return lines.filter((t) => t.includes("=== CodeAnchor ")).length;
     },
     (n) => n === 0,
     30_000
@@ -229,11 +229,11 @@ async function run(page) {
   await page.keyboard.press("Enter");
   const snapshot = path.join(parent, snapshotName);
   const exported = await waitForFile(path.join(snapshot, "pkg", "service.py"), 60_000);
-  if (!exported.includes("=== CodeAnchor ===") || !exported.includes("# function pkg/service.py:checkout")) {
+  if (!exported.includes("# === CodeAnchor pkg/service.py:checkout")) {
     throw new Error(`the exported service.py has no tag block for checkout:\n${exported.slice(0, 400)}`);
   }
   const original = fs.readFileSync(path.join(process.env.E2E_WS, "pkg", "service.py"), "utf8");
-  if (original.includes("=== CodeAnchor ===")) {
+  if (original.includes("=== CodeAnchor ")) {
     throw new Error("the export changed the workspace file");
   }
   log(`exported to ${snapshot} (service.py tagged, workspace untouched)`);
