@@ -11,11 +11,16 @@ the index (its cache is benchmarks/.data/lsp-cache unless --cache says otherwise
 
 - hints during indexing: whole-file inlay hints asked while the index is being built;
 - hints, whole file: didOpen then textDocument/inlayHint over every line, for the N
-  Python files with the most definitions (first request per file, then a repeat);
+  Python files with the most definitions (first request per file, then a repeat), at
+  once after indexing; then, after --pause seconds without requests, the first request
+  for each of the next N files;
 - edit -> hints elsewhere: an unsaved didChange in one open file adds a caller of a
   function defined in another open file (then takes it out again); the time until that
   file's hints show it, and the same edits timed on Index.update_file alone;
-- memory: the server's resident set after indexing and its peak.
+- first edit after the start: after that pause (a user reading before typing), the
+  first edit, which on a warm start may find the resolver state still to be loaded;
+- memory: the server's resident set after indexing and its peak, and that of its child
+  processes (a parse fork server after a cold start).
 
 Targets (the issue): whole-file hints p95 under 20 ms; an edit visible in the hints of
 another open file under 300 ms.
@@ -66,6 +71,27 @@ def row(name: str, values: list[float], unit: str = "ms") -> str:
         f"| {name} | {len(values)} | {statistics.median(values):.1f} {unit} "
         f"| {percentile(values, 0.95):.1f} {unit} | {max(values):.1f} {unit} |"
     )
+
+
+def children(pid: int) -> list[int]:
+    """Child processes of pid (Linux)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
+def child_memory(pid: int) -> float:
+    """Resident MiB of pid's children and their children."""
+    todo, total = children(pid), 0.0
+    while todo:
+        child = todo.pop()
+        total += memory(child).get("VmRSS", 0.0)
+        todo.extend(children(child))
+    return total
 
 
 def memory(pid: int) -> dict[str, float]:
@@ -358,6 +384,9 @@ async def main() -> None:
     parser.add_argument("--edits", type=int, default=5, help="edit+undo rounds per scenario")
     parser.add_argument("--cold", action="store_true", help="empty the cache first")
     parser.add_argument(
+        "--pause", type=float, default=3.0, help="seconds without requests before the first edit"
+    )
+    parser.add_argument(
         "--no-replay", action="store_true", help="skip timing the edits on Index alone"
     )
     args = parser.parse_args()
@@ -367,7 +396,8 @@ async def main() -> None:
     if args.cold:
         shutil.rmtree(args.cache, ignore_errors=True)
     warm = (args.cache / "index.sqlite3").exists()
-    files = biggest_files(root, args.files)
+    ranked = biggest_files(root, 2 * args.files)
+    files, later_files = ranked[: args.files], ranked[args.files :]
 
     bench = Bench(root, args.cache)
     started = time.perf_counter()
@@ -394,6 +424,11 @@ async def main() -> None:
     first_kind, first_source = EDITS[0]
     if first_source not in bench.texts:
         bench.open(first_source)
+    await asyncio.sleep(args.pause)
+    later = []
+    for rel, lines in later_files:
+        bench.open(rel)
+        later.append(await bench.timed_hints(rel, lines))
     print("first edit...", file=sys.stderr)
     first_edit = await edit_latency(bench, first_source, TARGET, 1, first_kind)
     bench.sent_edits.clear()
@@ -403,6 +438,7 @@ async def main() -> None:
         print(f"editing {source} ({kind})...", file=sys.stderr)
         edits[(kind, source)] = await edit_latency(bench, source, TARGET, args.edits, kind)
     mem_end = memory(bench.pid)
+    mem_children = child_memory(bench.pid)
     await bench.stop()
     alone = {} if args.no_replay else replay(root, args.cache, bench.sent_edits)
 
@@ -416,7 +452,19 @@ async def main() -> None:
     print(row("hints during indexing, whole file", during))
     print(row(f"hints, whole file, first request ({len(files)} largest files)", first))
     print(row("hints, whole file, repeated", again))
-    print(row("first edit after the start, and its undo (index loads its state)", first_edit))
+    print(
+        row(
+            f"hints, whole file, first request after {args.pause:g} s without requests "
+            f"(the next {len(later)} largest files)",
+            later,
+        )
+    )
+    print(
+        row(
+            f"first edit after the start and {args.pause:g} s without requests, and its undo",
+            first_edit,
+        )
+    )
     for (kind, source), times in edits.items():
         print(row(f"edit ({kind}) in {source} -> hints of {TARGET}", times))
         if (kind, source) in alone:
@@ -428,7 +476,8 @@ async def main() -> None:
             )
     print(
         f"\nmemory: {mem_indexed.get('VmRSS', 0):.0f} MiB resident after indexing, "
-        f"{mem_end.get('VmRSS', 0):.0f} MiB at the end, peak {mem_end.get('VmHWM', 0):.0f} MiB"
+        f"{mem_end.get('VmRSS', 0):.0f} MiB at the end, peak {mem_end.get('VmHWM', 0):.0f} MiB; "
+        f"child processes {mem_children:.0f} MiB at the end"
     )
 
 

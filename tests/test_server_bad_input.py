@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import CONFIG, PROFILES, Editor, copy_example, line_of, pos, start, uri
+from test_server_support import Editor, copy_example, line_of, pos, shared_session, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -24,22 +22,15 @@ INVALID_PARAMS = types.ErrorCodes.InvalidParams.value
 REQUEST_CANCELLED = types.LSPErrorCodes.RequestCancelled.value
 
 
-@pytest_lsp.fixture(config=CONFIG, params=PROFILES, scope="module")
-async def session(lsp_client: LanguageClient, request: Any, tmp_path_factory: Any) -> Any:
-    base = tmp_path_factory.mktemp("bad")
+def bad_repo(base: Path) -> Path:
+    """fixtures/example with a non-Python file in it and a Python file outside it."""
     root = copy_example(base)
     (root / "README.md").write_text("# not python\n", encoding="utf-8")
     (base / "elsewhere.py").write_text("def f():\n    return 1\n", encoding="utf-8")
-    editor = await start(lsp_client, root, request.param)
-    await editor.ready()
-    lsp_client.editor = editor  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
+    return root
 
 
-@pytest.fixture(scope="module")
-def ed(session: LanguageClient) -> Editor:
-    return session.editor  # type: ignore[attr-defined]
+session, ed = shared_session(bad_repo)
 
 
 async def still_answers(ed: Editor) -> None:

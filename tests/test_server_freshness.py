@@ -1,6 +1,9 @@
 """The index follows the editor and the disk: unsaved buffers, closes, watched-file events.
 
-Each test has its own server and its own copy of fixtures/example.
+Each test has its own server and its own copy of fixtures/example (or a generated
+repository). The server keeps every file's hints once computed, and computes them ahead
+of requests: what the client sees of them must follow every change, and answers must
+come during the first build too.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_server_support import (
-    copy_example,
+    example_session,
     hint_on,
     label_text,
     line_of,
     lsp,
     start,
+    write_files,
 )
 
 __all__ = ["lsp"]
@@ -45,9 +49,7 @@ async def price_of_hint(ed: Any) -> str:
 async def test_unsaved_edit_changes_hints_in_another_open_file(
     lsp: LanguageClient, tmp_path: Path
 ) -> None:
-    root = copy_example(tmp_path)
-    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
-    await ed.ready()
+    ed = await example_session(lsp, tmp_path)
     ed.open("pkg/pricing.py")
     service = ed.open("pkg/service.py")
     on_disk = ed.path("pkg/service.py").read_bytes()
@@ -77,9 +79,7 @@ async def test_unsaved_edit_changes_hints_in_another_open_file(
 async def test_hints_of_the_edited_file_follow_its_buffer(
     lsp: LanguageClient, tmp_path: Path
 ) -> None:
-    root = copy_example(tmp_path)
-    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
-    await ed.ready()
+    ed = await example_session(lsp, tmp_path)
     uri = ed.open("pkg/service.py")
     # Two blank lines above checkout move it down; the first request after the change
     # already answers for the new text (it waits for the debounced re-index).
@@ -91,9 +91,8 @@ async def test_hints_of_the_edited_file_follow_its_buffer(
 
 
 async def test_files_changed_and_deleted_on_disk(lsp: LanguageClient, tmp_path: Path) -> None:
-    root = copy_example(tmp_path)
-    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
-    await ed.ready()
+    ed = await example_session(lsp, tmp_path)
+    root = ed.root
     # Watchers are registered where the client can take a registration.
     caps = ed.client.capabilities.workspace.did_change_watched_files  # type: ignore[union-attr]
     watched = [r for r in ed.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
@@ -147,3 +146,87 @@ async def checkout_hint(ed: Any) -> str:
     text = ed.text("pkg/service.py")
     hint = hint_on(await ed.hints("pkg/service.py"), line_of(text, "def checkout("))
     return label_text(hint) if hint is not None else ""
+
+
+# A repository that takes the index a few seconds: generated modules calling each other.
+MODULES, FUNCTIONS = 60, 100
+SMALL = "app/small.py"
+SMALL_TEXT = "def target(x):\n    return x\n\n\ndef caller():\n    return target(1)\n"
+
+
+def generated() -> dict[str, str]:
+    files = {"gen/__init__.py": "", "app/__init__.py": "", SMALL: SMALL_TEXT}
+    for i in range(MODULES):
+        lines = [f"from gen.mod_{max(i - 1, 0)} import f0 as prev\n\n"]
+        for j in range(FUNCTIONS):
+            lines.append(
+                f"def f{j}(x):\n    y = prev(x) if x else f{(j + 1) % FUNCTIONS}(x)\n"
+                f"    return helper(y)\n\n\n"
+            )
+        lines.append("def helper(v):\n    return v\n")
+        files[f"gen/mod_{i}.py"] = "".join(lines)
+    return files
+
+
+async def folder_state(ed: Any) -> str:
+    stats = await ed.command("anchor.stats")
+    return str(stats["folders"][0]["state"])
+
+
+async def test_hints_during_the_first_build_then_a_refresh(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    root = tmp_path / "repo"
+    write_files(root, generated())
+    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    ed.open(SMALL)
+    during = 0
+    refreshes = 0
+    while (state := await folder_state(ed)) != "ready":
+        assert state in ("pending", "indexing"), state
+        hints = await ed.hints(SMALL)  # answered from what is known: no error, no wait
+        assert isinstance(hints, list)
+        if state == "indexing" and await folder_state(ed) == "indexing":
+            during += 1
+            refreshes = ed.refreshes.count("inlayHint")
+    assert during > 0, "the build ended before a request could be made during it"
+
+    line = line_of(SMALL_TEXT, "def target(")
+
+    async def shows_caller() -> bool:
+        hint = hint_on(await ed.hints(SMALL), line)
+        return hint is not None and label_text(hint) == "← caller"
+
+    await ed.until(shows_caller, "the hints once the build is done")
+    if ed.client.capabilities.workspace.inlay_hint is not None:  # type: ignore[union-attr]
+        # The client is told to ask again once the build is done.
+        assert ed.refreshes.count("inlayHint") > refreshes
+
+
+async def test_a_hint_follows_the_lines_of_the_file_it_links_to(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    ed = await example_session(lsp, tmp_path)
+    ed.open("pkg/pricing.py")
+    line = line_of(ed.text("pkg/pricing.py"), "def price_of(")
+
+    async def checkout_link() -> types.Location | None:
+        hint = hint_on(await ed.hints("pkg/pricing.py"), line)
+        assert hint is not None and not isinstance(hint.label, str)
+        (part,) = [p for p in hint.label if p.value == "checkout"]
+        return part.location
+
+    before = await checkout_link()
+    assert before is not None and before.uri == ed.uri("pkg/service.py")
+    assert before.range.start.line == line_of(ed.text("pkg/service.py"), "def checkout(")
+
+    # Lines added above checkout: no call changes, but the link must move with it.
+    service = ed.open("pkg/service.py")
+    ed.change(service, "\n\n\n" + ed.text("pkg/service.py"))
+    moved = line_of(ed.text("pkg/service.py"), "def checkout(")
+
+    async def link_moved() -> bool:
+        link = await checkout_link()
+        return link is not None and link.range.start.line == moved
+
+    await ed.until(link_moved, "the link into service.py to follow its new lines")

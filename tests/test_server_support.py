@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -309,6 +310,13 @@ async def start(
     return editor
 
 
+async def example_session(client: LanguageClient, tmp: Path) -> Editor:
+    """A session of `client` (the `lsp` fixture) on a fresh copy of fixtures/example, indexed."""
+    editor = await start(client, copy_example(tmp), client.profile)  # type: ignore[attr-defined]
+    await editor.ready()
+    return editor
+
+
 def label_text(hint: types.InlayHint) -> str:
     if isinstance(hint.label, str):
         return hint.label
@@ -334,6 +342,29 @@ async def lsp(lsp_client: LanguageClient, request: Any) -> Any:
     if server is not None and server.returncode is None:
         with contextlib.suppress(JsonRpcException, TimeoutError, RuntimeError):
             await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+def shared_session(make_root: Callable[[Path], Path]) -> tuple[Any, Any]:
+    """Module-scoped fixtures `session` and `ed`: one server per client profile, indexed,
+    on the repository that make_root(an empty folder) writes; for read-only tests.
+
+    Assign them at module level under those names: `session, ed = shared_session(...)`.
+    """
+
+    @pytest_lsp.fixture(config=CONFIG, params=PROFILES, scope="module")
+    async def session(lsp_client: LanguageClient, request: Any, tmp_path_factory: Any) -> Any:
+        root = make_root(tmp_path_factory.mktemp("session"))
+        editor = await start(lsp_client, root, request.param)
+        await editor.ready()
+        lsp_client.editor = editor  # type: ignore[attr-defined]
+        yield
+        await lsp_client.shutdown_session()
+
+    @pytest.fixture(scope="module")
+    def ed(session: LanguageClient) -> Editor:
+        return session.editor  # type: ignore[attr-defined]
+
+    return session, ed
 
 
 def expected_edges(kind: str) -> set[tuple[str, str]]:

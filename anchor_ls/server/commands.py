@@ -30,6 +30,7 @@ STRIP = "anchor.strip"
 EXPORT = "anchor.export"
 REINDEX = "anchor.reindex"
 STATS = "anchor.stats"
+STATS_WAIT = 0.05  # seconds a stats request waits for a busy indexer
 
 
 def _one_object(args: tuple[Any, ...], command: str, usage: str) -> dict[str, Any]:
@@ -271,7 +272,16 @@ def _folder_stats(ls: AnchorServer, folder: Folder) -> dict[str, Any]:
     entry: dict[str, Any] = {"root": str(folder.root), "state": folder.state, "error": folder.error}
     index = folder.index
     if index is not None and folder.state == READY:
-        entry["stats"] = index.stats().as_dict()
+        # Figures read while the indexer thread changes the index could be torn; when it
+        # is busy (loading deferred state, say), the figures of the last build answer.
+        if index.lock.acquire(timeout=STATS_WAIT):
+            try:
+                stats = index.stats()
+            finally:
+                index.lock.release()
+        else:
+            stats = folder.stats or index.stats()
+        entry["stats"] = stats.as_dict()
     entry["policy"] = _policy_json(folder.policy)
     return entry
 

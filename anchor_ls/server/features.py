@@ -6,17 +6,17 @@ an empty result for a URI, position or item that is not ours.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
 
-from anchor_ls.server import hierarchy
+from anchor_ls.server import hierarchy, warm
 from anchor_ls.server.folders import READY, Folder
-from anchor_ls.server.hints import inlay_hints, resolve_tooltip
+from anchor_ls.server.hints import resolve_tooltip
 from anchor_ls.server.lenses import code_lenses, resolve_lens
 from anchor_ls.server.locations import Locator
-from anchor_ls.server.protocol import JsonList
+from anchor_ls.server.protocol import JsonText
 from anchor_ls.server.server import AnchorServer
 
 
@@ -67,28 +67,9 @@ def _related(ls: AnchorServer, item: Any, which: str) -> list:
         return []
     folder, entity = found
     with folder.graph.lock:  # type: ignore[union-attr]
-        if which == "incoming":
-            return hierarchy.incoming(folder, entity, ls.encoding)
-        if which == "outgoing":
-            return hierarchy.outgoing(folder, entity, ls.encoding)
+        if which in ("incoming", "outgoing"):
+            return hierarchy.call_links(folder, entity, ls.encoding, which == "incoming")
         return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
-
-
-def _hints(ls: AnchorServer, uri: str, rng: types.Range, compute: bool = True) -> JsonList | None:
-    """Hints in a range; with compute False, None unless they are remembered."""
-    where = ls.locate(uri)
-    if where is None or not ls.settings.inlay_hints:
-        return JsonList()
-    folder, relpath = where
-    lines = (rng.start.line, rng.end.line)
-    lazy = _lazy_tooltips(ls)
-    return inlay_hints(folder, relpath, ls.settings, ls.encoding, lines, lazy, compute)
-
-
-def _lazy_tooltips(ls: AnchorServer) -> bool:
-    """Leave tooltips to inlayHint/resolve when the client resolves them (smaller answers)."""
-    support = get_capability(ls.client_capabilities, "text_document.inlay_hint.resolve_support")
-    return support is not None and "tooltip" in (support.properties or ())
 
 
 def _resolve_hint(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint:
@@ -126,17 +107,49 @@ async def _settled(ls: AnchorServer, uri: str) -> None:
         await ls.settled(uri)
 
 
+# Hierarchy requests: prepare (types only or not), and what a related request lists.
+PREPARE = {
+    types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY: False,
+    types.TEXT_DOCUMENT_PREPARE_TYPE_HIERARCHY: True,
+}
+RELATED = {
+    types.CALL_HIERARCHY_INCOMING_CALLS: "incoming",
+    types.CALL_HIERARCHY_OUTGOING_CALLS: "outgoing",
+    types.TYPE_HIERARCHY_SUPERTYPES: "supertypes",
+    types.TYPE_HIERARCHY_SUBTYPES: "subtypes",
+}
+
+
+def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
+    async def prepare(ls: AnchorServer, params: Any) -> list | None:
+        return await ls.read(_prepare, ls, params.text_document.uri, params.position, types_only)
+
+    return prepare
+
+
+def _related_handler(which: str) -> Callable[..., Awaitable[list]]:
+    async def related(ls: AnchorServer, params: Any) -> list:
+        return await ls.read(_related, ls, params.item, which)
+
+    return related
+
+
 def register(ls: AnchorServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))
-    async def inlay_hint(ls: AnchorServer, params: types.InlayHintParams) -> JsonList:
-        # JSON-ready dicts, not lsprotocol objects: this answer is the hot path. Remembered
-        # hints are answered here; computing new ones goes to the reader pool.
+    async def inlay_hint(ls: AnchorServer, params: types.InlayHintParams) -> JsonText:
+        # JSON text, not lsprotocol objects: this answer is the hot path. Stored hints are
+        # answered here; computing a file's hints goes to the reader pool.
         uri = params.text_document.uri
         await _settled(ls, uri)
-        remembered = _hints(ls, uri, params.range, compute=False)
-        if remembered is not None:
-            return remembered
-        return await ls.read(_hints, ls, uri, params.range)
+        where = ls.locate(uri)
+        if where is None or not ls.settings.inlay_hints:
+            return JsonText("[]")
+        folder, relpath = where
+        key = ls.hint_key()
+        found = folder.hints.get(key, relpath)
+        if found is None:
+            found = await ls.read(warm.compute, folder, relpath, key)
+        return found.within(params.range.start.line, params.range.end.line)
 
     @ls.feature(types.INLAY_HINT_RESOLVE)
     async def inlay_hint_resolve(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint:
@@ -151,38 +164,7 @@ def register(ls: AnchorServer) -> None:
     async def code_lens_resolve(ls: AnchorServer, lens: types.CodeLens) -> types.CodeLens:
         return await ls.read(_resolve, ls, lens)
 
-    @ls.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
-    async def prepare_call_hierarchy(
-        ls: AnchorServer, params: types.CallHierarchyPrepareParams
-    ) -> list[types.CallHierarchyItem] | None:
-        return await ls.read(_prepare, ls, params.text_document.uri, params.position, False)
-
-    @ls.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
-    async def incoming_calls(
-        ls: AnchorServer, params: types.CallHierarchyIncomingCallsParams
-    ) -> list[types.CallHierarchyIncomingCall]:
-        return await ls.read(_related, ls, params.item, "incoming")
-
-    @ls.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
-    async def outgoing_calls(
-        ls: AnchorServer, params: types.CallHierarchyOutgoingCallsParams
-    ) -> list[types.CallHierarchyOutgoingCall]:
-        return await ls.read(_related, ls, params.item, "outgoing")
-
-    @ls.feature(types.TEXT_DOCUMENT_PREPARE_TYPE_HIERARCHY)
-    async def prepare_type_hierarchy(
-        ls: AnchorServer, params: types.TypeHierarchyPrepareParams
-    ) -> list[types.TypeHierarchyItem] | None:
-        return await ls.read(_prepare, ls, params.text_document.uri, params.position, True)
-
-    @ls.feature(types.TYPE_HIERARCHY_SUPERTYPES)
-    async def supertypes(
-        ls: AnchorServer, params: types.TypeHierarchySupertypesParams
-    ) -> list[types.TypeHierarchyItem]:
-        return await ls.read(_related, ls, params.item, "supertypes")
-
-    @ls.feature(types.TYPE_HIERARCHY_SUBTYPES)
-    async def subtypes(
-        ls: AnchorServer, params: types.TypeHierarchySubtypesParams
-    ) -> list[types.TypeHierarchyItem]:
-        return await ls.read(_related, ls, params.item, "subtypes")
+    for method, types_only in PREPARE.items():
+        ls.feature(method)(_prepare_handler(types_only))
+    for method, which in RELATED.items():
+        ls.feature(method)(_related_handler(which))

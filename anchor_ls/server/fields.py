@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from anchor_ls.index import Graph
-from anchor_ls.tags.policy import FIELD_SPECS, ResolvedPolicy, fields_for
+from anchor_ls.index import CALLS, Graph, Span
+from anchor_ls.index.model import REFERENCES
+from anchor_ls.tags.policy import (
+    DENSE_FIELDS,
+    FIELD_SPECS,
+    TOPO_FIELDS,
+    ResolvedPolicy,
+    fields_for,
+)
+
+TOPO_SET = frozenset(TOPO_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +35,17 @@ LOOKS: dict[str, FieldLook] = {
     "PARENT": FieldLook("in", "parent", "parents"),
     "TEST_REF": FieldLook("tested by", "test", "tests"),
     "REFERENCED_BY": FieldLook("used by", "reference", "references"),
+    "CONFIG_USAGE": FieldLook("settings", "setting", "settings"),
+    "ENV_VAR": FieldLook("env", "environment variable", "environment variables"),
+    "CONST_REF": FieldLook("constants", "constant", "constants"),
+    "IO_DEP": FieldLook("io", "I/O dependency", "I/O dependencies"),
+}
+# Inverse fields whose locations are where the other side makes the edge (its sites),
+# by the edge kinds that may carry them; other fields locate the related definitions.
+SITE_KINDS: dict[str, tuple[str, ...]] = {
+    "CALLED_BY": (CALLS,),
+    "TEST_REF": (CALLS, FIELD_SPECS["TEST_REF"].kind),
+    "REFERENCED_BY": (REFERENCES,),
 }
 
 
@@ -48,6 +68,19 @@ def related(graph: Graph, policy: ResolvedPolicy, field: str, entity_id: str) ->
         return []
     found = fields_for(graph, entity_id, replace(policy, fields=(field,), max_items=0))
     return list(found[0].entries) if found else []
+
+
+def shown_fields(policy: ResolvedPolicy, wanted: tuple[str, ...]) -> tuple[str, ...]:
+    """The fields a view shows: those of `wanted` the policy has, and any dense field asked
+    for by name (no policy but dense has them), in tag block order."""
+    return tuple(
+        f for f in DENSE_FIELDS if f in wanted and (f in policy.fields or f not in TOPO_SET)
+    )
+
+
+def sites(graph: Graph, kind: str, src: str, dst: str) -> list[Span]:
+    """Where in src's file the edge is made (call sites, references, reads)."""
+    return graph.sites(src, dst, kind)
 
 
 def short_name(entry: str) -> str:

@@ -12,12 +12,13 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pygls.uris import from_fs_path
 
 from anchor_ls.index import Graph, Index, IndexStats
 from anchor_ls.index.stats import graph_figures
+from anchor_ls.server.hintstore import HintStore
 from anchor_ls.server.settings import Settings
 from anchor_ls.server.sources import SourceView
 from anchor_ls.tags.policy import resolve_policy
@@ -25,9 +26,7 @@ from anchor_ls.tags.policy import resolve_policy
 log = logging.getLogger(__name__)
 
 PENDING, INDEXING, READY, FAILED = "pending", "indexing", "ready", "failed"
-MEMO_SIZE = 256
 YOUNG_LIMIT = 200_000  # objects allocated by a change small enough to sweep at once
-T = TypeVar("T")
 
 
 @contextmanager
@@ -77,10 +76,8 @@ class Folder:
         self.error: str | None = None
         self.stats: IndexStats | None = None
         self.policy: Any = None
-        self.generation = 0
+        self.hints = HintStore()
         self._views: dict[str, SourceView] = {}
-        self._memo: dict[Any, Any] = {}
-        self._memo_generation = -1
 
     # ----- reads (any thread) -------------------------------------------
     @property
@@ -107,32 +104,18 @@ class Folder:
         self._views[relpath] = view
         return view
 
-    def remembered(self, key: Any) -> Any | None:
-        """What memo() stored under key for the current generation, else None."""
-        if self._memo_generation != self.generation:
-            return None
-        return self._memo.get(key)
-
-    def memo(self, key: Any, compute: Callable[[], T]) -> T:
-        """compute(), remembered until the index or the policy changes (generation)."""
-        generation = self.generation
-        if self._memo_generation != generation:
-            self._memo, self._memo_generation = {}, generation
-        memo = self._memo
-        if key in memo:
-            return memo[key]
-        value = compute()
-        if self.state == READY and self.generation == generation:
-            while len(memo) >= MEMO_SIZE:
-                memo.pop(next(iter(memo)), None)
-            memo[key] = value
-        return value
-
     # ----- mutations (indexer thread only) ------------------------------
     def build(self, settings: Settings, shared_cache: bool, progress: Callable) -> None:
         """(Re)create the Index and build it; the old graph serves until the new one is ready."""
         self.state = INDEXING
         self.error = None
+        self.hints.begin_change()
+        try:
+            self._build(settings, shared_cache, progress)
+        finally:
+            self.hints.end_change(None)
+
+    def _build(self, settings: Settings, shared_cache: bool, progress: Callable) -> None:
         if self.policy is None:  # until the graph's figures are known
             self.policy = resolve_policy(settings.policy, 0.0, settings.max_items)
         try:
@@ -140,11 +123,6 @@ class Folder:
                 self.root,
                 cache_dir=_cache_dir(settings, self.root, shared_cache),
                 exclude=settings.exclude,
-                # Index parses in forked worker processes; forking a process that runs
-                # threads (this one does) can leave a child waiting forever on a lock
-                # another thread held. Parse in this process until the index uses a
-                # fork-safe start method.
-                workers=1,
             )
             if self.index is None:
                 # First build: serve what is known while the graph fills in.
@@ -169,7 +147,19 @@ class Folder:
         with graph.lock:
             mean_out, _hubs = graph_figures(graph)
         self.policy = resolve_policy(settings.policy, mean_out, settings.max_items)
-        self.generation += 1
+        self.hints.clear()
+
+    def load_engine(self) -> None:
+        """Load the resolver state a warm start deferred, so the first edit need not.
+
+        A no-op after a cold build. The graph is not touched: readers go on answering
+        meanwhile (they only share the interpreter with it).
+        """
+        index = self.index
+        if index is None or self.state != READY:
+            return
+        with index.lock, collector_paused():
+            index.ensure_engine()
 
     def update(self, relpath: str, text: str | bytes) -> set[str]:
         return self._mutate(lambda index: index.update_file(relpath, text), relpath)
@@ -184,7 +174,13 @@ class Folder:
         index = self.index
         if index is None:
             return set()
-        with collector_paused():
-            changed = set(change(index)) | {relpath}
-        self.generation += 1
+        graph = index.graph
+        changed: set[str] | None = None
+        self.hints.begin_change()
+        try:
+            with collector_paused():
+                changed = set(change(index)) | {relpath}
+        finally:
+            # A graph replaced as a whole (the index rebuilt itself) changed everything.
+            self.hints.end_change(changed if index.graph is graph else None)
         return changed

@@ -1,4 +1,10 @@
-"""Call hierarchy and type hierarchy over the index."""
+"""Call hierarchy and type hierarchy over the index.
+
+The call hierarchy shows calls and, after them, references: a function used as a
+value (passed as a callback, stored, registered by a decorator) is reached from
+where it is used just as a called one is. A reference's item says so in its detail
+and carries the relation in its data; its ranges are the reference sites.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,13 @@ from typing import Any
 from lsprotocol import types
 
 from anchor_ls.index import CALLS, CONTAINS, INHERITS, Entity, Graph
+from anchor_ls.index.model import REFERENCES
+from anchor_ls.server.fields import sites
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.locations import Locator
+
+# Relations the call hierarchy follows, in the order its lists group them.
+CALL_RELATIONS = (CALLS, REFERENCES)
 
 SYMBOL_KINDS = {
     "module": types.SymbolKind.Module,
@@ -25,14 +36,15 @@ def _inside(span: tuple[int, int, int, int], line: int, col: int) -> bool:
 
 
 def callee_at(graph: Graph, enclosing: Entity, line: int, col: int) -> Entity | None:
-    """The entity a call site under the cursor resolves to (the innermost call wins)."""
+    """What a call or reference under the cursor resolves to (the innermost one wins)."""
     best: tuple[int, int, str] | None = None
-    for dst in graph.out(CALLS, enclosing.id):
-        for span in graph.sites(enclosing.id, dst):
-            if _inside(span, line, col):
-                size = (span[2] - span[0], span[3] - span[1] if span[0] == span[2] else 0)
-                if best is None or size < best[:2]:
-                    best = (*size, dst)
+    for kind in CALL_RELATIONS:
+        for dst in graph.out(kind, enclosing.id):
+            for span in sites(graph, kind, enclosing.id, dst):
+                if _inside(span, line, col):
+                    size = (span[2] - span[0], span[3] - span[1] if span[0] == span[2] else 0)
+                    if best is None or size < best[:2]:
+                        best = (*size, dst)
     return graph.entity(best[2]) if best else None
 
 
@@ -70,8 +82,13 @@ def _item_fields(entity: Entity, where: Locator) -> dict[str, Any]:
     }
 
 
-def call_item(entity: Entity, where: Locator) -> types.CallHierarchyItem:
-    return types.CallHierarchyItem(**_item_fields(entity, where))
+def call_item(entity: Entity, where: Locator, via: str = CALLS) -> types.CallHierarchyItem:
+    """An item; `via` REFERENCES marks one reached by a reference rather than a call."""
+    fields = _item_fields(entity, where)
+    if via != CALLS:
+        fields["detail"] = f"{entity.id} (reference)"
+        fields["data"] = {"id": entity.id, "via": via}
+    return types.CallHierarchyItem(**fields)
 
 
 def type_item(entity: Entity, where: Locator) -> types.TypeHierarchyItem:
@@ -90,40 +107,31 @@ def item_entity(graph: Graph, relpath: str, item: Any) -> Entity | None:
     return entity if entity is not None and entity.name_span[0] == start.line else None
 
 
-def incoming(
-    folder: Folder, entity: Entity, encoding: str
-) -> list[types.CallHierarchyIncomingCall]:
+def call_links(
+    folder: Folder, entity: Entity, encoding: str, incoming: bool
+) -> list[types.CallHierarchyIncomingCall] | list[types.CallHierarchyOutgoingCall]:
+    """Callers (incoming) or callees, then what references entity or what it references,
+    each with the ranges in the source's file where the call or reference is made."""
     graph = folder.graph
     assert graph is not None
     where = Locator(folder, encoding)
-    calls = []
-    for caller_id in graph.into(CALLS, entity.id):
-        caller = graph.entity(caller_id)
-        if caller is None:
-            continue
-        ranges = [where.range(caller.path, s) for s in graph.sites(caller_id, entity.id)]
-        calls.append(
-            types.CallHierarchyIncomingCall(from_=call_item(caller, where), from_ranges=ranges)
-        )
-    return calls
-
-
-def outgoing(
-    folder: Folder, entity: Entity, encoding: str
-) -> list[types.CallHierarchyOutgoingCall]:
-    graph = folder.graph
-    assert graph is not None
-    where = Locator(folder, encoding)
-    calls = []
-    for callee_id in graph.out(CALLS, entity.id):
-        callee = graph.entity(callee_id)
-        if callee is None:
-            continue
-        ranges = [where.range(entity.path, s) for s in graph.sites(entity.id, callee_id)]
-        calls.append(
-            types.CallHierarchyOutgoingCall(to=call_item(callee, where), from_ranges=ranges)
-        )
-    return calls
+    found: list[Any] = []
+    for kind in CALL_RELATIONS:
+        ids = graph.into(kind, entity.id) if incoming else graph.out(kind, entity.id)
+        for other_id in ids:
+            other = graph.entity(other_id)
+            if other is None:
+                continue
+            src = other if incoming else entity
+            spans = sites(graph, kind, src.id, entity.id if incoming else other_id)
+            ranges = [where.range(src.path, span) for span in spans]
+            item = call_item(other, where, kind)
+            found.append(
+                types.CallHierarchyIncomingCall(from_=item, from_ranges=ranges)
+                if incoming
+                else types.CallHierarchyOutgoingCall(to=item, from_ranges=ranges)
+            )
+    return found
 
 
 def related_types(

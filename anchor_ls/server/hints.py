@@ -1,19 +1,22 @@
 """Inlay hints: the tag facts of the active policy at the end of each def/class header.
 
-This is the hot path (every scroll asks for it), so hints are built as JSON-ready
-dicts, cached per file until the index changes, and filtered by range afterwards.
+This is the hot path (every scroll asks for it), so a file's hints are built once as
+JSON text (see hintstore), kept until a change touches them, and cut to the requested
+range by line.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
-from typing import Any
+from functools import lru_cache
 
 from anchor_ls.index import Entity, Graph
-from anchor_ls.server.fields import look, related, short_name
+from anchor_ls.index.model import path_of
+from anchor_ls.server.fields import look, related, short_name, shown_fields
 from anchor_ls.server.folders import Folder
+from anchor_ls.server.hintstore import NO_HINTS, FileHints
 from anchor_ls.server.positions import LineTable, bytes_to_units
-from anchor_ls.server.protocol import JsonList
 from anchor_ls.server.settings import Settings
 from anchor_ls.tags.policy import ResolvedPolicy, TagField, fields_for
 
@@ -89,44 +92,66 @@ def tooltip(
     return {"kind": "markdown", "value": "\n\n".join(parts)}
 
 
-def _label(folder: Folder, graph: Graph, shown: list[TagField], encoding: str) -> list[dict]:
-    """Label parts: a symbol per field, then names that link to their definitions."""
-    parts: list[dict[str, Any]] = []
+_COMMA = json.dumps({"value": ", "})
+
+
+@lru_cache(maxsize=256)
+def _symbol(field: str, first: bool) -> str:
+    symbol = f"{look(field).symbol} "
+    return json.dumps({"value": symbol if first else "  " + symbol})
+
+
+def _label(
+    folder: Folder, graph: Graph, shown: list[TagField], encoding: str, names: dict[str, str]
+) -> str:
+    """Label parts as JSON: a symbol per field, then names that link to their definitions.
+
+    `names` keeps the JSON of each id's part already made for this file (ids repeat).
+    """
+    parts: list[str] = []
     for field in shown:
-        symbol = f"{look(field.name).symbol} "
-        parts.append({"value": ("  " + symbol) if parts else symbol})
+        parts.append(_symbol(field.name, not parts))
         for n, entry in enumerate(field.entries):
             if n:
-                parts.append({"value": ", "})
-            target = graph.entity(entry)
-            if target is None:  # an external name or a dense target such as env:HOME
-                parts.append({"value": entry})
-                continue
-            part: dict[str, Any] = {"value": short_name(entry)}
-            view = folder.view(target.path)
-            if view is not None:
-                part["location"] = view.name_location(target, encoding)
+                parts.append(_COMMA)
+            part = names.get(entry)
+            if part is None:
+                part = names[entry] = _name_part(folder, graph, entry, encoding)
             parts.append(part)
         if field.more:
-            parts.append({"value": f" [+{field.more} more]"})
-    return parts
+            parts.append(json.dumps({"value": f" [+{field.more} more]"}))
+    return "[" + ", ".join(parts) + "]"
+
+
+def _name_part(folder: Folder, graph: Graph, entry: str, encoding: str) -> str:
+    target = graph.entity(entry)
+    if target is None:  # an external name or a dense target such as env:HOME
+        return json.dumps({"value": entry})
+    view = folder.view(target.path)
+    if view is None:
+        return json.dumps({"value": short_name(entry)})
+    return view.name_json(target, short_name(entry), encoding)
 
 
 def file_hints(
-    folder: Folder, relpath: str, settings: Settings, encoding: str, lazy: bool
-) -> list[tuple[int, dict]]:
-    """(line, hint) for every def/class header of relpath, as JSON, in line order.
+    folder: Folder, relpath: str, fields: tuple[str, ...], encoding: str, lazy: bool
+) -> FileHints:
+    """Every def/class header hint of relpath, showing `fields` of the policy, as JSON.
 
     With `lazy` the tooltip is left to inlayHint/resolve and the hint carries the data
     to find it again.
     """
     graph, policy, view = folder.graph, folder.policy, folder.view(relpath)
     if graph is None or policy is None or view is None:
-        return []
-    table = view.table
-    # The policy's fields that hints show: fields_for then computes nothing else.
-    policy = replace(policy, fields=tuple(f for f in policy.fields if f in settings.hint_fields))
-    hints: list[tuple[int, dict]] = []
+        return NO_HINTS
+    headers = view.headers
+    # Only the fields that hints show: fields_for then computes nothing else.
+    policy = replace(policy, fields=shown_fields(policy, fields))
+    if not policy.fields:
+        return NO_HINTS
+    hints: list[tuple[int, str]] = []
+    deps = {relpath}
+    names: dict[str, str] = {}
     with graph.lock:
         for entity in graph.file_entities(relpath):
             if entity.kind not in DEF_KINDS:
@@ -134,43 +159,32 @@ def file_hints(
             shown = fields_for(graph, entity.id, policy)
             if not shown:
                 continue
-            row = header_line(table, entity)
-            end = table.line(row)
-            hint: dict[str, Any] = {
-                "position": {"line": row, "character": bytes_to_units(end, len(end), encoding)},
-                "label": _label(folder, graph, shown, encoding),
-                "paddingLeft": True,
-            }
+            at = headers.get((entity.name_span, encoding))
+            if at is None:
+                row = header_line(view.table, entity)
+                end = view.table.line(row)
+                at = headers[(entity.name_span, encoding)] = (
+                    row,
+                    bytes_to_units(end, len(end), encoding),
+                )
+            row, character = at
             if lazy:
-                hint["data"] = {"uri": view.uri, "id": entity.id}
+                extra = json.dumps({"uri": view.uri, "id": entity.id})
+                extra = f'"data": {extra}'
             else:
-                hint["tooltip"] = tooltip(graph, policy, entity, [f.name for f in shown])
-            hints.append((row, hint))
-    return hints
-
-
-def inlay_hints(
-    folder: Folder,
-    relpath: str,
-    settings: Settings,
-    encoding: str,
-    lines: tuple[int, int],
-    lazy: bool,
-    compute: bool = True,
-) -> JsonList | None:
-    """The hints of relpath whose header ends within lines (first, last), both included.
-
-    With compute False: only what is remembered for this file, else None.
-    """
-    key = ("hints", relpath, settings.hint_fields, encoding, lazy)
-    if compute:
-        every = folder.memo(key, lambda: file_hints(folder, relpath, settings, encoding, lazy))
-    else:
-        every = folder.remembered(key)
-        if every is None:
-            return None
-    first, last = lines
-    return JsonList(hint for row, hint in every if first <= row <= last)
+                extra = json.dumps(tooltip(graph, policy, entity, [f.name for f in shown]))
+                extra = f'"tooltip": {extra}'
+            hints.append(
+                (
+                    row,
+                    f'{{"position": {{"line": {row}, "character": {character}}}, '
+                    f'"label": {_label(folder, graph, shown, encoding, names)}, '
+                    f'"paddingLeft": true, {extra}}}',
+                )
+            )
+            deps.update(path_of(e) for f in shown for e in f.entries)
+    hints.sort(key=lambda h: h[0])  # stable: hints on one line keep their source order
+    return FileHints(tuple(r for r, _ in hints), tuple(h for _, h in hints), frozenset(deps))
 
 
 def resolve_tooltip(folder: Folder, entity_id: str, settings: Settings) -> dict[str, str] | None:
@@ -181,7 +195,6 @@ def resolve_tooltip(folder: Folder, entity_id: str, settings: Settings) -> dict[
         entity = graph.entity(entity_id)
         if entity is None:
             return None
-        shown = [
-            f.name for f in fields_for(graph, entity_id, policy) if f.name in settings.hint_fields
-        ]
+        policy = replace(policy, fields=shown_fields(policy, settings.hint_fields))
+        shown = [f.name for f in fields_for(graph, entity_id, policy)]
         return tooltip(graph, policy, entity, shown)

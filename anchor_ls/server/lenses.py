@@ -11,14 +11,14 @@ from typing import Any
 from lsprotocol import types
 
 from anchor_ls.index import Entity, Graph
-from anchor_ls.server.fields import look, related
+from anchor_ls.server.fields import SITE_KINDS, look, related, sites
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hints import DEF_KINDS
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.settings import Settings
+from anchor_ls.tags.policy import FIELD_SPECS
 
 SHOW_LOCATIONS = "anchor.showLocations"
-CALLER_FIELDS = frozenset({"CALLED_BY", "TEST_REF"})
 
 
 def title(field: str, count: int) -> str:
@@ -47,19 +47,34 @@ def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> l
 
 
 def _locations(graph: Graph, field: str, ids: list[str], entity: Entity, where: Locator) -> list:
-    """Call sites for callers (and calling tests); the definitions of everything else."""
+    """Where the other side calls, references or tests entity (SITE_KINDS fields); where a
+    forward dense fact is made, for targets that are not definitions (env:HOME); else the
+    definitions of the related entities."""
+    spec = FIELD_SPECS[field]
     found: list[types.Location] = []
     for other_id in ids:
         other = graph.entity(other_id)
-        if other is None:
+        if other is None and spec.forward:
+            spans, path = sites(graph, spec.kind, entity.id, other_id), entity.path
+        elif other is None:
             continue
-        sites = graph.sites(other_id, entity.id) if field in CALLER_FIELDS else []
-        if sites:
-            uri = where.uri(other.path)
-            found.extend(types.Location(uri, where.range(other.path, s)) for s in sites)
         else:
-            found.append(where.name_location(other))
+            path = other.path
+            spans = _first_sites(graph, field, other_id, entity.id)
+            if not spans:
+                found.append(where.name_location(other))
+                continue
+        uri = where.uri(path)
+        found.extend(types.Location(uri, where.range(path, span)) for span in spans)
     return found
+
+
+def _first_sites(graph: Graph, field: str, src: str, dst: str) -> list:
+    for kind in SITE_KINDS.get(field, ()):
+        found = sites(graph, kind, src, dst)
+        if found:
+            return found
+    return []
 
 
 def _plain(location: types.Location) -> dict[str, Any]:

@@ -2,12 +2,17 @@
 
 A request whose params do not parse gets an InvalidParams error naming the problem
 (stock pygls logs it and never answers, so the client waits forever); a malformed
-notification is logged and ignored. And a JsonList result skips the cattrs pass.
+notification is logged and ignored. And a JsonList or JsonText result skips the
+cattrs pass (and JsonText the JSON encoder too).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +21,16 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
 
 log = logging.getLogger(__name__)
+_WRITES: set[asyncio.Future[Any]] = set()
+BUSY_LIMIT = 1.0
 
 
 class JsonList(list):
     """A result that is JSON already: sent as is, without pygls' (slow) cattrs pass."""
+
+
+class JsonText(str):
+    """A result that is encoded JSON text already (ASCII, as json.dumps writes it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +52,24 @@ def _reason(exc: BaseException) -> str:
 
 
 class AnchorProtocol(LanguageServerProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._answering: dict[Any, float] = {}  # request id -> when it came
+        self._last_answer = 0.0
+
+    def quiet(self, seconds: float) -> bool:
+        """Whether no client request is open, nor was answered in the last `seconds`.
+
+        Background work waits for this: a Python thread working in the background slows
+        every other thread down, answers included. A request open for longer than
+        BUSY_LIMIT no longer counts.
+        """
+        now = time.monotonic()
+        for msg_id, since in list(self._answering.items()):
+            if now - since > BUSY_LIMIT:
+                self._answering.pop(msg_id, None)
+        return not self._answering and now - self._last_answer >= seconds
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
@@ -52,12 +81,43 @@ class AnchorProtocol(LanguageServerProtocol):
     def _send_response(
         self, msg_id: Any, result: Any = None, error: types.ResponseError | None = None
     ) -> None:
+        self._answering.pop(msg_id, None)
+        self._last_answer = time.monotonic()
+        if error is None and isinstance(result, JsonText):
+            self._result_types.pop(msg_id, None)
+            self._send_text(f'{{"jsonrpc": "2.0", "id": {json.dumps(msg_id)}, "result": {result}}}')
+            return
         if error is None and isinstance(result, JsonList):
+            self._result_types.pop(msg_id, None)
             self._send_data({"jsonrpc": "2.0", "id": msg_id, "result": result})
             return
         super()._send_response(msg_id, result, error)
 
+    def _send_text(self, body: str) -> None:
+        """What pygls' _send_data does after json.dumps, for a body that is JSON already."""
+        if self.writer is None:
+            log.error("no transport to send a response on")
+            return
+        data = body.encode(self.CHARSET)
+        if self._include_headers:
+            header = (
+                f"Content-Length: {len(data)}\r\n"
+                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            )
+            data = header.encode("ascii") + data
+        try:
+            written = self.writer.write(data)
+            if inspect.isawaitable(written):  # an async transport: keep the task alive
+                task = asyncio.ensure_future(written)
+                _WRITES.add(task)
+                task.add_done_callback(_WRITES.discard)
+        except BrokenPipeError:
+            log.exception("sending a response failed: the client is gone")
+            raise
+
     def handle_message(self, message: Any) -> None:
+        if getattr(message, "method", None) and getattr(message, "id", None) is not None:
+            self._answering[message.id] = time.monotonic()
         if isinstance(message, Malformed):
             if message.id is None:
                 log.warning(

@@ -2,8 +2,9 @@
 
 Three places run code. The event loop answers messages and never waits on the
 index. One indexer thread runs every index mutation (builds, re-indexing from
-buffers or disk, exports), which serializes them. A small reader pool computes
-answers under `graph.lock`, so a slow query never stalls the loop.
+buffers or disk, loading the resolver state a warm start deferred, exports), which
+serializes them. A small reader pool computes answers under `graph.lock`, so a slow
+query never stalls the loop; between requests it fills the hint stores (warm.py).
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from anchor_ls.server.positions import UTF16, position_to_bytes, text_lines
 from anchor_ls.server.progress import WorkProgress, indexing_message
 from anchor_ls.server.protocol import AnchorProtocol
 from anchor_ls.server.settings import Settings
+from anchor_ls.server.warm import HintKey, HintWarmer
 from anchor_ls.syntax.source import declared_encoding
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEBOUNCE_SECONDS = 0.15
+ENGINE_QUIET = 0.3  # seconds without requests before the deferred resolver state loads
+ENGINE_WAIT = 0.05
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
@@ -50,8 +54,11 @@ class AnchorServer(LanguageServer):
         self._pending_text: dict[str, str] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._settled: dict[str, asyncio.Future[None]] = {}
+        self._in_flight: dict[str, int] = {}  # uri -> buffer updates queued or running
         self._loop: asyncio.AbstractEventLoop | None = None
         self.startup_problems: list[str] = []
+        self.warmer = HintWarmer(self)
+        self._background: set[asyncio.Future[Any]] = set()
 
     # ----- plumbing -----------------------------------------------------
     @property
@@ -68,6 +75,28 @@ class AnchorServer(LanguageServer):
     def client_supports(self, path: str) -> bool:
         """A client capability by dotted snake_case path, e.g. 'workspace.apply_edit'."""
         return bool(get_capability(self.client_capabilities, path, False))
+
+    def quiet(self, seconds: float) -> bool:
+        """Whether the client has had no request open or answered for `seconds`."""
+        protocol = self.protocol
+        return not isinstance(protocol, AnchorProtocol) or protocol.quiet(seconds)
+
+    def lazy_tooltips(self) -> bool:
+        """Leave tooltips to inlayHint/resolve when the client resolves them (smaller answers)."""
+        support = get_capability(
+            self.client_capabilities, "text_document.inlay_hint.resolve_support"
+        )
+        return support is not None and "tooltip" in (support.properties or ())
+
+    def hint_key(self) -> HintKey:
+        """What a file's hints depend on besides the index: fields, encoding, tooltips."""
+        return self.settings.hint_fields, self.encoding, self.lazy_tooltips()
+
+    def background(self, work: Any) -> None:
+        """Run a coroutine without waiting for it (kept referenced until it ends)."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a query on the reader pool (it takes graph.lock itself)."""
@@ -200,8 +229,17 @@ class AnchorServer(LanguageServer):
             if text is None or where is None:
                 return
             folder, relpath = where
+            if uri not in self._in_flight and _indexed_as(folder, relpath, text):
+                return  # e.g. a document opened as it is on disk: nothing to queue or wait for
             started = self.loop.time()
-            changed = await self.mutate(_apply_buffer, folder, relpath, text)
+            self._in_flight[uri] = self._in_flight.get(uri, 0) + 1
+            try:
+                changed = await self.mutate(_apply_buffer, folder, relpath, text)
+            finally:
+                if self._in_flight[uri] == 1:
+                    del self._in_flight[uri]
+                else:
+                    self._in_flight[uri] -= 1
             log.info(
                 "re-indexed %s in %.0f ms (queue included): %d files changed",
                 relpath,
@@ -228,6 +266,7 @@ class AnchorServer(LanguageServer):
             self.refresh()
 
     def refresh(self) -> None:
+        self.warmer.kick()
         if self.client_supports("workspace.inlay_hint.refresh_support"):
             self.workspace_inlay_hint_refresh(None)
         if self.client_supports("workspace.code_lens.refresh_support"):
@@ -260,6 +299,31 @@ class AnchorServer(LanguageServer):
                 self.tell_user(f"anchor-ls: indexing {folder.root} failed: {folder.error}")
             await self.reapply_buffers(folder)
         self.refresh()
+        self.background(self.load_engines(folders))
+
+    async def load_engines(self, folders: list[Folder]) -> None:
+        """After a warm start: load the deferred resolver state on the indexer thread.
+
+        It goes after the first pass of the hint warmer (what the editor shows first),
+        and behind the re-application of open buffers; an edit made meanwhile loads it
+        itself, as without this. Requests are not held up: they only share the
+        interpreter with it.
+        """
+        await self.warmer.settled()
+        for folder in folders:
+            while not self.quiet(ENGINE_QUIET):  # it cannot pause once it has started
+                await asyncio.sleep(ENGINE_WAIT)
+            started = self.loop.time()
+            try:
+                await self.mutate(folder.load_engine)
+            except Exception:  # the first edit loads it (or reports the failure) instead
+                log.exception("loading the resolver state of %s failed", folder.root)
+                continue
+            log.info(
+                "resolver state of %s ready after %.0f ms (queue included)",
+                folder.root.name,
+                (self.loop.time() - started) * 1000,
+            )
 
     async def reapply_buffers(self, folder: Folder) -> None:
         """After a build from disk, put the unsaved buffers of open documents back."""
@@ -286,6 +350,12 @@ def _apply_buffer(folder: Folder, relpath: str, text: str) -> set[str]:
     if _same_text(index.source(relpath), text):
         return set()
     return folder.update(relpath, text)
+
+
+def _indexed_as(folder: Folder, relpath: str, text: str) -> bool:
+    """Whether the index holds this text for relpath already (cheap enough for the loop)."""
+    index = folder.index
+    return index is not None and _same_text(index.source(relpath), text)
 
 
 def _same_text(source: bytes | None, text: str) -> bool:

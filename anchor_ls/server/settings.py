@@ -23,7 +23,7 @@ class Settings:
     inlay_hints: bool = True
     code_lens: bool = True
     hint_fields: tuple[str, ...] = ("CALLED_BY", "BASE", "DERIVED")
-    lens_fields: tuple[str, ...] = ("CALLED_BY", "CALLS", "DERIVED")
+    lens_fields: tuple[str, ...] = ("CALLED_BY", "REFERENCED_BY", "CALLS", "DERIVED")
     exclude: tuple[str, ...] = ()
     cache_dir: str | None = None
 

@@ -7,6 +7,7 @@ that file (the cache is keyed by the identity of the indexed source).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -31,7 +32,7 @@ def json_range(sl: int, sc: int, el: int, ec: int) -> JsonRange:
 
 
 class SourceView:
-    __slots__ = ("_names", "_table", "ascii", "source", "uri")
+    __slots__ = ("_json", "_names", "_table", "ascii", "headers", "source", "uri")
 
     def __init__(self, root_uri: str, relpath: str, source: bytes) -> None:
         self.source = source
@@ -40,12 +41,20 @@ class SourceView:
         self.ascii = source.isascii()
         self._table: LineTable | None = None
         self._names: dict[tuple[str, str], dict[str, Any]] = {}
+        self._json: dict[tuple[str, str], str] = {}
+        # (name span, encoding) -> (line, character) where its def/class header ends
+        self.headers: dict[tuple[Span, str], tuple[int, int]] = {}
 
     @property
     def table(self) -> LineTable:
-        if self._table is None:
-            self._table = line_table(self.source)
-        return self._table
+        table = self._table  # read once: another thread may drop it meanwhile
+        if table is None:
+            table = self._table = line_table(self.source)
+        return table
+
+    def drop_table(self) -> None:
+        """Free the line table (made again when needed): what was read from it is kept."""
+        self._table = None
 
     def span(self, span: Span, encoding: str) -> JsonRange:
         """A byte span as a client range (JSON)."""
@@ -56,6 +65,15 @@ class SourceView:
         return json_range(
             sl, bytes_to_units(line(sl), sc, encoding), el, bytes_to_units(line(el), ec, encoding)
         )
+
+    def name_json(self, entity: Entity, label: str, encoding: str) -> str:
+        """An inlay hint label part naming an entity of this file, linked to it (JSON)."""
+        key = (entity.id, encoding)
+        found = self._json.get(key)
+        if found is None:
+            part = {"value": label, "location": self.name_location(entity, encoding)}
+            found = self._json[key] = json.dumps(part)
+        return found
 
     def name_location(self, entity: Entity, encoding: str) -> dict[str, Any]:
         """Where an entity of this file is named, as a JSON Location (cached)."""

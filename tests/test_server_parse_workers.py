@@ -1,0 +1,75 @@
+"""Parse workers in a process that runs threads (the language server's situation).
+
+Forking a threaded process can leave the child waiting forever on a lock another
+thread held, so there the index starts its workers from a fork server. The graph
+must be the same as when everything is parsed in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from anchor_ls.index import Index
+
+FILES = 240  # over the size from which a threaded process parses in workers
+
+
+def write_repo(root: Path) -> None:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    for i in range(FILES):
+        prev = f"from pkg.m{i - 1} import Base{i - 1} as Parent, run{i - 1} as before\n\n\n"
+        text = (prev if i else "class Parent:\n    pass\n\n\ndef before():\n    pass\n\n\n") + (
+            f"class Base{i}(Parent):\n"
+            f"    def go(self):\n"
+            f"        return run{i}()\n"
+            f"\n\n"
+            f"def run{i}():\n"
+            f"    before()\n"
+            f"    return Base{i}().go\n"
+        )
+        (root / "pkg" / f"m{i}.py").write_text(text, encoding="utf-8")
+    (root / "pkg" / "broken.py").write_text("def oops(:\n    pass\n", encoding="utf-8")
+
+
+def build(root: Path, workers: int) -> tuple[str, list[tuple[str, str]]]:
+    index = Index(root, use_cache=False, workers=workers)
+    index.build()
+    problems = sorted((p.path, p.kind) for p in index.problems.values())
+    return json.dumps(index.graph.to_json(), sort_keys=True), problems
+
+
+def children() -> set[int]:
+    """This process's child processes (Linux)."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        found.update(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+def test_workers_of_a_threaded_process_give_the_same_graph(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    write_repo(root)
+    alone = build(root, workers=1)
+    seen: set[int] = set()
+    stop = threading.Event()
+
+    def watch() -> None:  # a thread, as the server has, that sees the workers come and go
+        while not stop.wait(0.01):
+            seen.update(children())
+
+    before = children()
+    other = threading.Thread(target=watch, daemon=True)
+    other.start()
+    try:
+        parallel = build(root, workers=2)
+    finally:
+        stop.set()
+        other.join()
+    assert seen - before, "no worker process was started"
+    assert parallel == alone
+    graph = json.loads(alone[0])
+    assert len([e for e in graph["entities"] if e["kind"] == "class"]) == FILES + 1
+    assert ("pkg/broken.py", "syntax") in alone[1]
