@@ -30,11 +30,10 @@ keyword search):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph, path_of
+from anchor_ls.index.testcode import is_test_path
 
 DEFAULT_MAX_ITEMS = 8
 # A callee with more callers than this is a hub: left out of materialized CALLS. The
@@ -184,16 +183,6 @@ def cap(ids: list[str], max_items: int) -> tuple[tuple[str, ...], int]:
     if max_items and len(ids) > max_items:
         return tuple(ids[:max_items]), len(ids) - max_items
     return tuple(ids), 0
-
-
-_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|testing|[^/]*_tests?)/")
-_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|tests|conftest)\.pyi?$")
-
-
-@lru_cache(maxsize=65536)
-def is_test_path(relpath: str) -> bool:
-    """Whether a file is test code (by the usual pytest/unittest layout conventions)."""
-    return bool(_TEST_DIR.search(relpath) or _TEST_FILE.search(relpath))
 
 
 def implied_parent(entity_id: str) -> str | None:

@@ -21,7 +21,7 @@ return {
       inlayHints = true,
       codeLens = true,
       hintFields = { 'CALLED_BY', 'BASE', 'DERIVED' },
-      lensFields = { 'CALLED_BY', 'CALLS', 'DERIVED' },
+      lensFields = { 'CALLED_BY', 'REFERENCED_BY', 'CALLS', 'DERIVED' },
       exclude = {},
       cacheDir = vim.NIL,
     },

@@ -22,7 +22,7 @@ export function serverSettings(scope?: vscode.Uri): ServerSettings {
     inlayHints: cfg.get<boolean>("inlayHints", true),
     codeLens: cfg.get<boolean>("codeLens", true),
     hintFields: cfg.get<string[]>("hintFields", ["CALLED_BY", "BASE", "DERIVED"]),
-    lensFields: cfg.get<string[]>("lensFields", ["CALLED_BY", "CALLS", "DERIVED"]),
+    lensFields: cfg.get<string[]>("lensFields", ["CALLED_BY", "REFERENCED_BY", "CALLS", "DERIVED"]),
     exclude: cfg.get<string[]>("exclude", []),
     cacheDir: cfg.get<string | null>("cacheDir", null) || null,
   };
