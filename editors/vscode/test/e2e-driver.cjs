@@ -217,8 +217,18 @@ async function run(page) {
   // code-server's folder picker is VS Code's simple file dialog: a path in a quick input.
   const dialog = page.locator(".quick-input-widget input");
   await dialog.waitFor({ state: "visible" });
-  await dialog.fill(parent + "/");
-  await page.waitForTimeout(500);
+  // The dialog fills in its own start folder once it has listed it, which can land after
+  // our fill on a loaded machine: type until the path stays, then accept it.
+  for (let attempt = 0; ; attempt++) {
+    await dialog.fill(parent + "/");
+    await page.waitForTimeout(1000);
+    if ((await dialog.inputValue()) === parent + "/") {
+      break;
+    }
+    if (attempt === 10) {
+      throw new Error(`the folder picker kept replacing ${parent}/ with ${await dialog.inputValue()}`);
+    }
+  }
   await page.keyboard.press("Enter");
   const nameBox = page.locator(".quick-input-widget input");
   await waitFor(page, () => {
