@@ -10,6 +10,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # Relation kinds, in the order the graph JSON lists them.
 CALLS = "calls"
@@ -57,8 +58,10 @@ class Entity:
         return self.id.partition(":")[2]
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Edge:
+class Edge(NamedTuple):
+    """A typed edge; a named tuple: hashing and sorting at C speed (a warm start makes
+    hundreds of thousands)."""
+
     kind: str
     src: str
     dst: str
