@@ -45,7 +45,10 @@ def children() -> set[int]:
     """This process's child processes (Linux)."""
     found: set[int] = set()
     for task in Path("/proc/self/task").iterdir():
-        found.update(int(c) for c in (task / "children").read_text().split())
+        try:
+            found.update(int(c) for c in (task / "children").read_text().split())
+        except FileNotFoundError:  # a thread that ended while we looked
+            continue
     return found
 
 
