@@ -164,18 +164,28 @@ class Graph:
             self.entities[ent.id] = ent
 
     def replace_file_edges(
-        self, relpath: str, edges: Iterable[Edge], sites: dict[Edge, list[Span]]
+        self,
+        relpath: str,
+        edges: Iterable[Edge],
+        sites: dict[Edge, list[Span]],
+        *,
+        ordered: bool = False,
     ) -> None:
-        """Swap the edges derived from one file's source for a new set."""
+        """Swap the edges derived from one file's source for a new set (ordered: each
+        list of spans is already sorted and without repeats, as a snapshot stores them)."""
         for old in self._file_edges.pop(relpath, set()):
             self._unlink(old)
         new = set(edges)
         self._file_edges[relpath] = new
-        for edge in new:
-            self._out[edge.kind][edge.src].add(edge.dst)
-            self._in[edge.kind][edge.dst].add(edge.src)
-        for key, spans in sites.items():
-            self._sites[key] = sorted(set(spans))
+        out, inn = self._out, self._in
+        for kind, src, dst in new:
+            out[kind][src].add(dst)
+            inn[kind][dst].add(src)
+        if ordered:
+            self._sites.update(sites)
+        else:
+            for key, spans in sites.items():
+                self._sites[key] = sorted(set(spans))
 
     def file_edges(self, relpath: str) -> set[Edge]:
         return set(self._file_edges.get(relpath, ()))

@@ -598,8 +598,8 @@ class Index:
                 graph.replace_file_entities(rel, [Entity(*e) for e in entities])
             for rel, (_entities, edges) in state["files"].items():
                 typed = {Edge(*e) for e in edges}
-                own = {e: sites[key] for e in typed if (key := (e.kind, e.src, e.dst)) in sites}
-                graph.replace_file_edges(rel, typed, own)
+                own = {e: sites[e] for e in typed if e in sites}  # an Edge equals its tuple
+                graph.replace_file_edges(rel, typed, own, ordered=True)
         self.graph = graph
         # Only problems of the files read now: not old listing or cache problems.
         self.problems.update(
