@@ -340,24 +340,28 @@ def test_building_the_same_index_again_after_files_changed(
 
 
 def test_interface_edits_reach_exactly_the_files_that_name_them(tmp_path: Path) -> None:
-    """Adding or removing a definition at the end re-resolves the files that name it (b.py,
-    whose `a.h()` did not resolve before); inserting one before the others moves scope
-    indices, and every link still lands on the right definition."""
+    """Definitions added, inserted before others, or removed: the files that name them
+    resolve again, and every fact naming a moved definition (a call, a callback passed
+    from another file) follows it to its new place; the graph is a fresh build's."""
     root = tmp_path / "r"
     root.mkdir()
-    (root / "a.py").write_text("def f():\n    pass\n", encoding="utf-8")
+    f, h, z = ("def f():\n    pass\n", "\ndef h():\n    pass\n", "def z():\n    pass\n\n")
+    run = "\ndef run(cb):\n    cb()\n"
+    (root / "a.py").write_text(f + run, encoding="utf-8")
     (root / "b.py").write_text("import a\n\ndef g():\n    a.h()\n", encoding="utf-8")
     (root / "c.py").write_text("from a import f\n\ndef k():\n    f()\n", encoding="utf-8")
+    (root / "d.py").write_text("from a import f, run\n\nrun(f)\n", encoding="utf-8")
     index = Index(root, use_cache=False)
     index.build()
-    f, h, z = ("def f():\n    pass\n", "\ndef h():\n    pass\n", "def z():\n    pass\n\n")
     steps = [
-        (f + h, ("b.py:g", "a.py:h"), True),
-        (z + f + h, ("c.py:k", "a.py:f"), True),
-        (z + f, ("b.py:g", "a.py:h"), False),
+        (f + h + run, ("b.py:g", "a.py:h"), True),  # added at the end
+        (z + f + h + run, ("c.py:k", "a.py:f"), True),  # inserted first: the others move
+        (z + f + run, ("b.py:g", "a.py:h"), False),  # removed between others
+        (f + run, ("a.py:run", "a.py:f"), True),  # removed first: the callback moves back
     ]
     for text, (src, dst), linked in steps:
-        assert "b.py" in index.update_file("a.py", text)
-        assert (dst in index.graph.out(CALLS, src)) is linked
+        index.update_file("a.py", text)
+        assert (dst in index.graph.out(CALLS, src)) is linked, text
+        assert "a.py:f" in index.graph.out(CALLS, "a.py:run"), "the callback d.py passes"
         (root / "a.py").write_text(text, encoding="utf-8")
-        assert index.graph.to_json() == fresh_json(root)
+        assert index.graph.to_json() == fresh_json(root), text

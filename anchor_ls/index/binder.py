@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from anchor_ls.index import dense
 from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
-from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values
+from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values, renumbered
 from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.summary import Binding, CallSite, Expr, FileSummary, Scope, scope_bodies
 
@@ -1304,6 +1304,26 @@ class Binder:
         self.shrunk.clear()
         self.clear_caches()
         return files
+
+    def renumber(self, path: str, numbers: dict[int, int]) -> None:
+        """path's scopes moved (old index -> new): rename every argument fact naming them."""
+        self._contrib = {
+            src: renumbered(contrib, path, numbers) for src, contrib in self._contrib.items()
+        }
+        self._scope_contrib = {
+            src: {idx: renumbered(c, path, numbers) for idx, c in per_scope.items()}
+            for src, per_scope in self._scope_contrib.items()
+            if src != path  # path itself is resolved again from scratch
+        }
+        self._contrib_by_fn = defaultdict(dict)
+        self.param_facts.clear()
+        for src, contrib in self._contrib.items():
+            for fn, params in contrib.items():
+                self._contrib_by_fn[fn][src] = params
+                merged = self.param_facts[fn]
+                for name, values in params.items():
+                    merged[name] |= values
+        self.clear_caches()
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})

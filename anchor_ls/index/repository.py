@@ -11,7 +11,7 @@ import pickle
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
@@ -372,18 +372,23 @@ class Index:
                             dependents.add(importer)
                             if importer.endswith("__init__.py"):
                                 todo.append(importer)
-        moved = _first_moved(_layout(old), _layout(summary)) if old is not None else None
-        kept = moved is None or moved >= len(summary.scopes)
-        if old is not None and interface_changed and kept:
-            # Every scope still there keeps its index: only files that name what changed, or
-            # that link to a changed definition, can resolve differently (and star importers).
+        if old is not None and interface_changed:
+            # Definitions added, removed or moved: facts naming a removed scope are dropped,
+            # the others follow their scope to its new index.
+            numbers, gone = _renumbering(_layout(old), _layout(summary))
+            if gone:
+                dependents |= self._forget_values_into(rel, gone)
+            if any(i != j for i, j in numbers.items()):
+                self.binder.renumber(rel, numbers)
+                for facts in self._facts.values():
+                    facts.renumber(rel, numbers)
+            # Only files that name what changed, or that link to a changed definition, can
+            # now resolve differently (and star importers).
             names = _changed_names(old, summary)
             if names is not None:
                 linked = self._linking_to(rel, {n.decode() for n in names})
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         before = self._edge_files(rel)
-        if moved is not None:  # values naming scopes from there on name other scopes now
-            dependents |= self._forget_values_into(rel, moved)
         self.binder.put_file(summary, same_interface=not interface_changed)
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
@@ -407,13 +412,13 @@ class Index:
         source = self._sources.get(rel)
         return source is None or b"import *" in source or any(n in source for n in names)
 
-    def _forget_values_into(self, rel: str, start: int = 0) -> set[str]:
-        """Drop the argument facts that name rel's scopes from index start on, keeping every
-        other fact.
+    def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
+        """Drop the argument facts that name rel's scopes (those in gone; None: all of
+        them), keeping every other fact.
 
-        Binder values say (path, scope index); once rel's definitions move or go, those
-        indices are stale (out of range, or another definition). Returns the files to
-        resolve again: the ones that passed such values, and those whose parameters changed.
+        Binder values say (path, scope index); once rel's definitions go, those indices are
+        stale (out of range, or another definition). Returns the files to resolve again:
+        the ones that passed such values, and those whose parameters changed.
         """
         sources: set[str] = set()
         grown: set[tuple[str, int]] = set()
@@ -421,12 +426,12 @@ class Index:
             kept: dict[tuple[str, int], dict[str, set]] = {}
             stale = False
             for fn, params in contrib.items():
-                if fn[0] == rel and fn[1] >= start:
+                if fn[0] == rel and (gone is None or fn[1] in gone):
                     stale = True
                     continue
                 kept[fn] = {}
                 for name, values in params.items():
-                    fresh = {v for v in values if not _names_scope(v, rel, start)}
+                    fresh = {v for v in values if not _names_scope(v, rel, gone)}
                     stale = stale or len(fresh) != len(values)
                     kept[fn][name] = fresh
             if stale:
@@ -821,26 +826,43 @@ def _layout(summary: FileSummary) -> list[tuple[str, str]]:
     return [(scope.kind, scope.qualname) for scope in summary.scopes]
 
 
-def _first_moved(old: list[tuple[str, str]], new: list[tuple[str, str]]) -> int | None:
-    """The first scope index whose meaning changed, or None (definitions only added after
-    the old ones: every old index still names the same scope)."""
-    for i, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a != b:
-            return i
-    return None if len(new) >= len(old) else len(new)
+def _renumbering(
+    old: list[tuple[str, str]], new: list[tuple[str, str]]
+) -> tuple[dict[int, int], set[int]]:
+    """(old scope index -> new index for each scope still there, old indices gone). A scope
+    is known by kind and qualname; a name defined twice (a property and its setter) by order.
+    """
+
+    def numbered(layout: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
+        seen: dict[tuple[str, str], int] = {}
+        out = []
+        for key in layout:
+            seen[key] = seen.get(key, -1) + 1
+            out.append((*key, seen[key]))
+        return out
+
+    where = {key: i for i, key in enumerate(numbered(new))}
+    numbers: dict[int, int] = {}
+    gone: set[int] = set()
+    for i, key in enumerate(numbered(old)):
+        if key in where:
+            numbers[i] = where[key]
+        else:
+            gone.add(i)
+    return numbers, gone
 
 
-def _names_scope(data: object, rel: str, start: int) -> bool:
+def _names_scope(data: object, rel: str, gone: Container[int] | None) -> bool:
     """Whether a binder value (nested tuples, sets and dicts of them) names a scope of file
-    rel with index start or more: ("f"|"b"|"c"|"i"|"I"|"S"|"g", rel, index)."""
+    rel that is in gone (None: any): ("f"|"b"|"c"|"i"|"I"|"S"|"g", rel, index)."""
     if isinstance(data, tuple):
         if len(data) == 3 and data[1] == rel and isinstance(data[2], int):
-            return data[2] >= start
-        return any(_names_scope(item, rel, start) for item in data)
+            return gone is None or data[2] in gone
+        return any(_names_scope(item, rel, gone) for item in data)
     if isinstance(data, dict):
-        return any(_names_scope(v, rel, start) for v in data.values())
+        return any(_names_scope(v, rel, gone) for v in data.values())
     if isinstance(data, frozenset | set | list):
-        return any(_names_scope(item, rel, start) for item in data)
+        return any(_names_scope(item, rel, gone) for item in data)
     return False
 
 

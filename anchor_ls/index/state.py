@@ -59,3 +59,32 @@ class FileFacts:
                 del table[key]
         for idx in scopes:
             self.counts.pop(idx, None)
+
+    def renumber(self, path: str, numbers: dict[int, int]) -> None:
+        """File path's scopes moved (old index -> new): rename the values that name them."""
+        for table in (self.calls, self.bases):
+            for key, values in table.items():
+                table[key] = type(values)(renumbered(v, path, numbers) for v in values)
+        for table in (self.sites, self.refs):
+            renamed = {renumbered(k, path, numbers): spans for k, spans in table.items()}
+            table.clear()
+            table.update(renamed)
+
+
+def renumbered(data: object, path: str, numbers: dict[int, int]) -> object:
+    """data with every value that names a scope of path, (kind, path, index) or
+    (path, index), pointing at the scope's new index."""
+    if isinstance(data, tuple):
+        n = len(data)
+        if n == 3 and data[1] == path and isinstance(data[2], int):
+            return (data[0], path, numbers.get(data[2], data[2]))
+        if n == 2 and data[0] == path and isinstance(data[1], int):
+            return (path, numbers.get(data[1], data[1]))
+        return tuple(renumbered(v, path, numbers) for v in data)
+    if isinstance(data, frozenset | set):
+        return type(data)(renumbered(v, path, numbers) for v in data)
+    if isinstance(data, list):
+        return [renumbered(v, path, numbers) for v in data]
+    if isinstance(data, dict):
+        return {renumbered(k, path, numbers): renumbered(v, path, numbers) for k, v in data.items()}
+    return data
