@@ -52,7 +52,6 @@ class Binder:
         self._contrib_by_fn: dict[tuple[str, int], dict[str, dict]] = defaultdict(dict)
         self._scope_contrib: dict[str, dict[int, dict]] = {}
         self.shrunk: set[tuple[str, int]] = set()  # functions whose argument facts lost values
-        self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
         self.clear_caches()
         self._forget_definitions()
 
@@ -90,7 +89,7 @@ class Binder:
         self.modules.discard(relpath)
         self.clear_caches()
         self._constants.pop(relpath, None)
-        self._setting_defs = self._hosts = None
+        self._setting_defs = self._hosts = self._subclasses = self._property_names = None
 
     def clear_caches(self) -> None:
         self._names: dict[str, list] = {}
@@ -103,8 +102,6 @@ class Binder:
         self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
         self._module_attr_cache: dict[tuple[str, str], Values] = {}
         self._in_progress: set = set()
-        self._subclasses = None
-        self._property_names: frozenset[str] | None = None
         self._mutations: dict[str, dict[tuple[int, str], list]] = {}
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
@@ -117,8 +114,8 @@ class Binder:
         self._constants.pop(path, None)
         if is_settings_module(path):
             self._setting_defs = None
-        if not same_interface:  # class bodies bind other names now
-            self._hosts = None
+        if not same_interface:  # other classes, bases or class bodies now
+            self._hosts = self._subclasses = self._property_names = None
         if self._value_names is not None:  # a filter: a superset is right, only slower
             self._value_names = self._value_names | _value_names([summary], self._value_names)
 
@@ -136,6 +133,9 @@ class Binder:
         self._constants: dict[str, frozenset[str]] = {}
         self._setting_defs: dict[str, list[str]] | None = None
         self._hosts: dict[tuple[str, int], set[tuple[str, int]]] | None = None
+        # Read off class bases and decorators: argument facts cannot change them.
+        self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
+        self._property_names: frozenset[str] | None = None
 
     # ----- scopes and names ---------------------------------------------
     def scope(self, path: str, idx: int) -> Scope:
