@@ -117,7 +117,9 @@ class Binder:
         if not same_interface:  # other classes, bases or class bodies now
             self._hosts = self._subclasses = self._property_names = None
         if self._value_names is not None:  # a filter: a superset is right, only slower
-            self._value_names = self._value_names | _value_names([summary], self._value_names)
+            added = _value_names([summary], self._value_names) - self._value_names
+            if added:
+                self._value_names = self._value_names | added
 
     def warm(self) -> None:
         """Build the repository-wide tables now, so that the first edit does not wait."""
@@ -1074,7 +1076,7 @@ class Binder:
         aliases of them (`h = f`, `self.cb = f`, two levels deep). Others are not worth
         evaluating."""
         if self._value_names is None:
-            self._value_names = _value_names(self.summaries.values(), frozenset())
+            self._value_names = frozenset(_value_names(self.summaries.values(), frozenset()))
         return self._value_names
 
     def constant_names(self, path: str) -> frozenset[str]:
@@ -1365,9 +1367,9 @@ def _cap(values: set[Value] | Values) -> Values:
     return frozenset(values)
 
 
-def _value_names(summaries: Iterable[FileSummary], known: frozenset[str]) -> frozenset[str]:
+def _value_names(summaries: Iterable[FileSummary], known: frozenset[str]) -> set[str]:
     """Function and class names in summaries, plus aliases of those or of known names."""
-    names: set[str] = set(known)
+    names: set[str] = set()
     aliases: list[tuple[str, str]] = []  # (alias, the name or attribute it copies)
     for summary in summaries:
         for scope in summary.scopes:
@@ -1380,8 +1382,8 @@ def _value_names(summaries: Iterable[FileSummary], known: frozenset[str]) -> fro
                 if a[2][0] in ("n", "a"):
                     aliases.append((a[1], a[2][-1]))
     for _depth in range(2):
-        names.update([alias for alias, source in aliases if source in names])
-    return frozenset(names)
+        names.update([a for a, source in aliases if source in names or source in known])
+    return names
 
 
 def is_settings_module(path: str) -> bool:

@@ -22,7 +22,7 @@ from anchor_ls.index import facts as factlib
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
-from anchor_ls.index.model import CALLS, Edge, Entity, Graph, path_of
+from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
@@ -386,7 +386,8 @@ class Index:
             # now resolve differently (and star importers).
             names = _changed_names(old, summary)
             if names is not None:
-                linked = self._linking_to(rel, {n.decode() for n in names})
+                changed = {n.decode() for n in names}
+                linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed)
@@ -398,13 +399,15 @@ class Index:
             return {rel} | changed
         return {rel} | before | changed
 
-    def _linking_to(self, rel: str, names: set[str]) -> set[str]:
-        """Files with a call or base edge into a definition of rel with one of these names."""
+    def _linking_into(
+        self, rel: str, kinds: tuple[str, ...], keep: Callable[[Entity], bool] = bool
+    ) -> set[str]:
+        """Files with an edge of one of kinds into a definition of rel that keep accepts."""
         out: set[str] = set()
         with self.graph.lock:
             for ent in self.graph.file_entities(rel):
-                if ent.name in names:
-                    for kind in ("calls", "inherits"):
+                if keep(ent):
+                    for kind in kinds:
                         out.update(path_of(src) for src in self.graph.into(kind, ent.id))
         return out
 
@@ -467,19 +470,13 @@ class Index:
         return touched
 
     def _tests_calling_helpers_in(self, paths: set[str]) -> set[str]:
-        out: set[str] = set()
-        with self.graph.lock:
-            for path in paths:
-                if not is_test_path(path):
-                    continue
-                for ent in self.graph.file_entities(path):
-                    if ent.kind in ("function", "method") and not is_test_name(ent.name):
-                        out.update(
-                            path_of(src)
-                            for src in self.graph.into(CALLS, ent.id)
-                            if is_test_path(path_of(src))
-                        )
-        return out
+        def helper(ent: Entity) -> bool:
+            return ent.kind in ("function", "method") and not is_test_name(ent.name)
+
+        callers = set().union(
+            *(self._linking_into(p, (CALLS,), helper) for p in paths if is_test_path(p))
+        )
+        return {p for p in callers if is_test_path(p)}
 
     def _calls_of(self, path: str, idx: int) -> list[tuple[tuple, list]]:
         """What one scope calls (and the call spans), from the binder's facts."""
@@ -510,34 +507,26 @@ class Index:
 
     def _edge_files(self, rel: str) -> set[str]:
         """Files holding the other end of any edge that touches rel."""
-        out: set[str] = set()
         with self.graph.lock:
-            for edge in self.graph.file_edges(rel):
-                out.add(path_of(edge.dst))
-            for ent in self.graph.file_entities(rel):
-                for kind in ("calls", "inherits", "imports"):
-                    out.update(path_of(src) for src in self.graph.into(kind, ent.id))
+            out = {path_of(edge.dst) for edge in self.graph.file_edges(rel)}
+        out |= self._linking_into(rel, (CALLS, INHERITS, IMPORTS))
         out.discard(rel)
         return out
 
     def _dependents(self, rel: str, interface_changed: bool) -> set[str]:
         """Files whose resolution may read rel: edges into it, and importers on a new interface."""
-        out: set[str] = set()
         if not interface_changed:  # same names, bases, signatures and returns: nothing moves
-            return out
+            return set()
+        out = self._linking_into(rel, (CALLS, INHERITS))
         with self.graph.lock:
-            for ent in self.graph.file_entities(rel):
-                for kind in ("calls", "inherits"):
-                    out.update(path_of(src) for src in self.graph.into(kind, ent.id))
-            if interface_changed:
-                todo = [rel]
-                while todo:
-                    module = todo.pop()
-                    for importer in self.graph.into("imports", module):
-                        if importer not in out:
-                            out.add(importer)
-                            if importer.endswith("__init__.py"):
-                                todo.append(importer)
+            todo = [rel]
+            while todo:
+                module = todo.pop()
+                for importer in self.graph.into(IMPORTS, module):
+                    if importer not in out:
+                        out.add(importer)
+                        if importer.endswith("__init__.py"):
+                            todo.append(importer)
         out.discard(rel)
         return out
 
