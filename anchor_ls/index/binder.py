@@ -80,8 +80,9 @@ class Binder:
         for cache in (self._returns, self._yields, self._mro, self._inst_attrs):
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
-        for key in [k for k in self._instance_attr_cache if k[0][0] == path]:
-            del self._instance_attr_cache[key]
+        for cache in (self._instance_attr_cache, self._class_attr_cache):
+            for key in [k for k in cache if k[0][0] == path]:
+                del cache[key]
 
     def drop_file(self, relpath: str) -> None:
         self.summaries.pop(relpath, None)
@@ -90,21 +91,28 @@ class Binder:
         self.clear_caches()
         self._constants.pop(relpath, None)
         self._setting_defs = self._hosts = self._subclasses = self._property_names = None
+        self._definers = None
 
     def clear_caches(self) -> None:
+        # Read off the summaries alone: only a changed file changes them.
         self._names: dict[str, list] = {}
+        self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
+        self._mutations: dict[str, dict[tuple[int, str], list]] = {}
+        self._subclass_cache: dict[tuple[str, int], frozenset] = {}
+        self.forget_values()
+
+    def forget_values(self) -> None:
+        """Drop what was evaluated: new argument facts can change any of it."""
         self._outer_cache: dict[tuple[str, int, str], Values] = {}
         self._yields: dict[tuple[str, int], Values] = {}
         self._binding_values: dict[int, tuple[Binding, Values]] = {}
         self._lookup_cache: dict[tuple, Values] = {}
         self._returns: dict[tuple[str, int], Values] = {}
         self._mro: dict[tuple[str, int], list[tuple[str, int]]] = {}
-        self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
         self._module_attr_cache: dict[tuple[str, str], Values] = {}
         self._in_progress: set = set()
-        self._mutations: dict[str, dict[tuple[int, str], list]] = {}
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
-        self._subclass_cache: dict[tuple[str, int], frozenset] = {}
+        self._class_attr_cache: dict[tuple, Values] = {}
         self._override_cache: dict[tuple, frozenset] = {}
 
     def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
@@ -115,7 +123,7 @@ class Binder:
         if is_settings_module(path):
             self._setting_defs = None
         if not same_interface:  # other classes, bases or class bodies now
-            self._hosts = self._subclasses = self._property_names = None
+            self._hosts = self._subclasses = self._property_names = self._definers = None
         if self._value_names is not None:  # a filter: a superset is right, only slower
             added = _value_names([summary], self._value_names) - self._value_names
             if added:
@@ -124,6 +132,7 @@ class Binder:
     def warm(self) -> None:
         """Build the repository-wide tables now, so that the first edit does not wait."""
         self.property_names()
+        self.definers()
         self.value_names()
         self.hosts()
         if self.summaries:
@@ -135,6 +144,7 @@ class Binder:
         self._constants: dict[str, frozenset[str]] = {}
         self._setting_defs: dict[str, list[str]] | None = None
         self._hosts: dict[tuple[str, int], set[tuple[str, int]]] | None = None
+        self._definers: dict[str, set[tuple[str, int]]] | None = None
         # Read off class bases and decorators: argument facts cannot change them.
         self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
         self._property_names: frozenset[str] | None = None
@@ -628,12 +638,21 @@ class Binder:
 
     def class_attr(self, cls: tuple[str, int], name: str, *, bound: bool, start: int = 0) -> Values:
         """Look `name` up along the MRO: class-body bindings, then `Cls.name = ...`."""
+        definers = self.definers().get(name)
+        if not definers:
+            return EMPTY
+        key = (cls, name, bound, start)
+        cached = self._class_attr_cache.get(key)
+        if cached is not None:
+            return cached
+        result: Values = EMPTY
         for klass in self.mro(cls)[start:]:
-            bindings = self.names(*klass).get(name)
-            if bindings:
+            if klass in definers and (bindings := self.names(*klass).get(name)):
                 values = self._reaching(klass[0], klass[1], name, bindings, None, ())
-                return frozenset(self._bind_method(v, bound) for v in values)
-        return EMPTY
+                result = frozenset(self._bind_method(v, bound) for v in values)
+                break
+        self._class_attr_cache[key] = result
+        return result
 
     def _bind_method(self, value: Value, bound: bool) -> Value:
         if value[0] != "f":
@@ -789,9 +808,16 @@ class Binder:
         if cached is not None:
             return cached
         out: set[Value] = set()
-        for sub in self.subclasses(cls):
+        definers = self.definers().get(name, ())
+        found: set[tuple[str, int]] = set()
+        for sub in self.subclasses(cls) if definers else ():
             # what the concrete class's MRO finds: its own override, or a sibling base's
-            for v in self.class_attr(sub, name, bound=True):
+            for klass in self.mro(sub):
+                if klass in definers:
+                    found.add(klass)
+                    break
+        for klass in found:
+            for v in self.class_attr(klass, name, bound=True):
                 if v[0] in ("f", "b") and not self._is_property(("f", v[1], v[2])):
                     out.add(v)
         result = frozenset(out)
@@ -834,6 +860,19 @@ class Binder:
         if param.kind == "star":
             return frozenset({("L", frozenset(out))}) if out else EMPTY
         return _cap(out)
+
+    def definers(self) -> dict[str, set[tuple[str, int]]]:
+        """Name -> the classes whose bodies bind it: most attributes read through `self`
+        are bound in no class body, and need no walk along any MRO."""
+        if self._definers is None:
+            table: dict[str, set[tuple[str, int]]] = defaultdict(set)
+            for path, summary in self.summaries.items():
+                for idx, scope in enumerate(summary.scopes):
+                    if scope.kind == "class":
+                        for binding in scope.bindings:
+                            table[binding.name].add((path, idx))
+            self._definers = dict(table)
+        return self._definers
 
     def hosts(self) -> dict[tuple[str, int], set[tuple[str, int]]]:
         """Functions defined outside a class that a class body binds by name, and the classes.
@@ -1026,7 +1065,7 @@ class Binder:
                 counts[2] += 1
                 facts.errors.append(f"{scope.qualname or '<module>'}: {type(err).__name__}: {err}")
             if contrib:
-                per_scope[idx] = contrib
+                per_scope[idx] = _plain(contrib)
             else:
                 per_scope.pop(idx, None)
             if not whole:
@@ -1039,6 +1078,14 @@ class Binder:
                 if target is not None and target in self.summaries:
                     facts.imports.add(target)
         return facts, _merge_contributions(per_scope)
+
+    def scope_contributions(self, paths: Iterable[str]) -> dict[str, dict[int, dict]]:
+        """The argument values of paths' scopes, for adopt() in another process."""
+        return {path: self._scope_contrib[path] for path in paths}
+
+    def adopt(self, per_scope: dict[str, dict[int, dict]]) -> None:
+        """Take the per-scope argument values of files another process resolved."""
+        self._scope_contrib.update(per_scope)
 
     def scopes_reading(self, fn: tuple[str, int]) -> set[int]:
         """The scopes of fn's file that can see fn's parameters: fn and what it nests."""
@@ -1304,7 +1351,7 @@ class Binder:
         for path in files:
             self.set_contribution(path, _merge_contributions(self._scope_contrib[path]))
         self.shrunk.clear()
-        self.clear_caches()
+        self.forget_values()
         return files
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
@@ -1333,12 +1380,19 @@ class Binder:
 
 def _merge_contributions(per_scope: dict[int, dict]) -> dict:
     """One file's argument values by function and parameter, from its scopes' shares."""
-    merged: dict = defaultdict(lambda: defaultdict(set))
+    merged: dict = {}
     for contrib in per_scope.values():
         for fn, params in contrib.items():
+            into = merged.setdefault(fn, {})
             for name, values in params.items():
-                merged[fn][name] |= values
+                into[name] = into.get(name, EMPTY) | values
     return merged
+
+
+def _plain(contrib: dict) -> dict:
+    """Argument values without the defaultdicts: their factories cannot be pickled, and
+    another process may resolve a share of the files."""
+    return {fn: dict(params) for fn, params in contrib.items()}
 
 
 def _is_accessor_variant(scope: Scope, name: str) -> bool:

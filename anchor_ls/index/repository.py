@@ -23,6 +23,7 @@ from anchor_ls.index.binder import Binder
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
+from anchor_ls.index.shares import Shares
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
@@ -265,31 +266,34 @@ class Index:
 
     # ----- resolution -----------------------------------------------------
     def _resolve_all(self, paths: list[str], progress: Progress | None) -> None:
-        n = len(paths)
-        todo = paths
-        scopes: dict[str, set[int]] = {}
-        for _round in range(_MAX_ROUNDS):
-            grown: set[tuple[str, int]] = set()
-            # A round sees only the argument facts of the rounds before it: the result does
-            # not depend on the order files are resolved in.
-            passed: list[tuple[str, dict]] = []
-            for i, rel in enumerate(todo):
-                if _round == 0:
-                    facts, contrib = self.binder.resolve_file(rel)
-                else:
-                    facts, contrib = self.binder.resolve_file(rel, scopes[rel], self._facts[rel])
-                self._facts[rel] = facts
-                passed.append((rel, contrib))
-                if progress and _round == 0 and (i % 50 == 0 or i == n - 1):
-                    progress(n + i + 1, 2 * n, rel)
-            for rel, contrib in passed:
-                grown |= self.binder.set_contribution(rel, contrib)
-            if not grown:
-                break
-            self.binder.clear_caches()
-            # Only the functions whose parameters learned new values read them.
-            scopes = _scopes_by_file(self.binder, self._facts, grown)
-            todo = sorted(scopes)
+        """Rounds of resolution: each sees the argument facts of the rounds before it, and
+        only the functions whose parameters learned new values are read again."""
+        context = _pool_context(len(paths)) if self.workers > 1 else None
+        cache = self._open_cache()
+        origin = (cache.path.parent, dict(self._hashes), self.root.name) if cache else None
+        n, done = len(paths), 0
+
+        def on_file(rel: str) -> None:
+            nonlocal done
+            done += 1
+            if progress and (done % 50 == 0 or done == n):
+                progress(n + done, 2 * n, rel)
+
+        todo: dict[str, set[int] | None] = dict.fromkeys(paths)
+        passed: list[tuple[str, dict]] = []
+        with Shares(self.binder, context, origin) as rounds:
+            for round_ in range(_MAX_ROUNDS):
+                resolved = rounds.resolve(todo, self._facts, passed, None if round_ else on_file)
+                passed = sorted((rel, contrib) for rel, _facts, contrib in resolved)
+                grown: set[tuple[str, int]] = set()
+                for rel, facts, _contrib in resolved:
+                    self._facts[rel] = facts
+                for rel, contrib in passed:
+                    grown |= self.binder.set_contribution(rel, contrib)
+                if not grown or round_ == _MAX_ROUNDS - 1:
+                    break
+                self.binder.forget_values()
+                todo = dict(sorted(_scopes_by_file(self.binder, self._facts, grown).items()))
 
     def _rebuild_graph(self) -> None:
         graph = Graph(str(self.root))
@@ -460,7 +464,7 @@ class Index:
             if self.binder.shrunk:  # facts went away: re-derive what flowed from them
                 redo |= self.binder.retract(set(self.binder.shrunk))
             elif grown:
-                self.binder.clear_caches()
+                self.binder.forget_values()
             todo = sorted(p for p in redo if p in self.binder.summaries)
             if not todo:
                 break
