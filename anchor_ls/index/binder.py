@@ -1087,13 +1087,25 @@ class Binder:
         """Take the per-scope argument values of files another process resolved."""
         self._scope_contrib.update(per_scope)
 
-    def scopes_reading(self, fn: tuple[str, int]) -> set[int]:
-        """The scopes of fn's file that can see fn's parameters: fn and what it nests."""
+    def scopes_reading(self, fn: tuple[str, int]) -> dict[str, set[int]]:
+        """The scopes that can see fn's parameters, by file: fn and what it nests; for a
+        method that stores on `self`, every method of its class and of the subclasses."""
         path, idx = fn
+        parent = self.summaries[path].scopes[idx].parent
+        if (
+            parent < 0
+            or self.scope(path, parent).kind != "class"
+            or not self._stores_on_receiver(fn)
+        ):
+            return {path: self._nested(path, idx)}
+        out: dict[str, set[int]] = {}
+        for cls_path, cls_idx in [(path, parent), *sorted(self.subclasses((path, parent)))]:
+            out.setdefault(cls_path, set()).update(self._nested(cls_path, cls_idx))
+        return out
+
+    def _nested(self, path: str, idx: int) -> set[int]:
+        """Scope idx and every scope inside it."""
         scopes = self.summaries[path].scopes
-        parent = scopes[idx].parent
-        if parent >= 0 and scopes[parent].kind == "class":
-            idx = parent  # a method's parameters reach its class's other methods via `self.x`
         out = {idx}
         for j in range(idx + 1, len(scopes)):
             parent = scopes[j].parent
@@ -1101,7 +1113,22 @@ class Binder:
                 parent = scopes[parent].parent
             if parent == idx:
                 out.add(j)
+            elif scopes[j].line > scopes[idx].end_line:
+                break
         return out
+
+    def _stores_on_receiver(self, method: tuple[str, int]) -> bool:
+        """Whether the method (or what it nests) sets `self.x`: inst_attrs() reads only those."""
+        path, idx = method
+        scopes = self.summaries[path].scopes
+        if not scopes[idx].params:
+            return False
+        receiver = ("n", scopes[idx].params[0].name)
+        return any(
+            assign[0] == receiver
+            for nested in self._with_nested(path, idx)
+            for assign in scopes[nested].attr_assigns
+        )
 
     def property_names(self) -> frozenset[str]:
         """Names of every property getter in the repository: the reads worth resolving."""
@@ -1337,17 +1364,18 @@ class Binder:
             fn = todo.pop()
             if fn[0] not in self.summaries:
                 continue
-            per_scope = self._scope_contrib.get(fn[0], {})
-            for idx in self.scopes_reading(fn):
-                contrib = per_scope.get(idx)
-                if not contrib:
-                    continue
-                for target in contrib:
-                    if target not in seen:
-                        seen.add(target)
-                        todo.append(target)
-                per_scope[idx] = {}
-                files.add(fn[0])
+            for path, readers in self.scopes_reading(fn).items():
+                per_scope = self._scope_contrib.get(path, {})
+                for idx in readers:
+                    contrib = per_scope.get(idx)
+                    if not contrib:
+                        continue
+                    for target in contrib:
+                        if target not in seen:
+                            seen.add(target)
+                            todo.append(target)
+                    per_scope[idx] = {}
+                    files.add(path)
         for path in files:
             self.set_contribution(path, _merge_contributions(self._scope_contrib[path]))
         self.shrunk.clear()

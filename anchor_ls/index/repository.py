@@ -140,6 +140,9 @@ class Index:
         self.binder.set_files(summaries, self.root.name)
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
         self._resolve_all(sorted(summaries), progress)
+        # What was evaluated is the bulk of the memory: the graph and the cache are built
+        # in its place (an edit evaluates again only what it needs, as after a warm start).
+        self.binder.forget_values()
         self._rebuild_graph()
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
@@ -687,7 +690,8 @@ def _scopes_by_file(
     out: dict[str, set[int]] = {}
     for fn in fns:
         if fn[0] in binder.summaries:
-            out.setdefault(fn[0], set()).update(binder.scopes_reading(fn))
+            for path, readers in binder.scopes_reading(fn).items():
+                out.setdefault(path, set()).update(readers)
     wanted = {("f", path, idx) for path, idx in fns}
     for rel, file_facts in facts.items():
         for (idx, _kind), targets in file_facts.calls.items():

@@ -1,0 +1,113 @@
+"""Resolution split across processes gives the graph one process gives.
+
+Real code: a slice of this interpreter's standard library, resolved in one
+process, with a forked worker (the CLI), with a spawned one (a process that runs
+threads: the language server) and with a worker that dies mid-build.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sysconfig
+import threading
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import Index, repository, shares
+from anchor_ls.index.binder import Binder
+from anchor_ls.syntax.parse import summarize
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+PACKAGES = ["asyncio", "email", "json", "logging", "importlib", "unittest", "xml"]
+EXCLUDE = sorted(
+    [name for name in os.listdir(STDLIB) if name not in PACKAGES] + ["*/test/*", "*/tests/*"]
+)
+
+
+def children() -> set[int]:
+    """This process's child processes (Linux)."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            found.update(int(c) for c in (task / "children").read_text().split())
+        except FileNotFoundError:  # a thread that ended while we looked
+            continue
+    return found
+
+
+def build(cache: Path, workers: int, seen: set[int] | None = None) -> str:
+    """The graph as JSON; seen collects the child processes alive while resolving."""
+
+    def progress(done: int, total: int, _rel: str) -> None:
+        if seen is not None and done > total // 2:  # the resolution half of the progress
+            seen.update(children())
+
+    index = Index(STDLIB, cache_dir=cache, exclude=EXCLUDE, workers=workers)
+    index.build(progress)
+    index.close()
+    return json.dumps(index.graph.to_json(), sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory: pytest.TempPathFactory) -> str:
+    graph = build(tmp_path_factory.mktemp("alone"), workers=1)
+    assert len(json.loads(graph)["edges"]) > 5000
+    return graph
+
+
+def test_the_slice_is_split(alone: str) -> None:
+    files = {e["path"] for e in json.loads(alone)["entities"]}
+    assert len(files) >= 2 * shares.MIN_FILES
+
+
+def test_a_forked_worker_gives_the_same_graph(alone: str, tmp_path: Path) -> None:
+    seen: set[int] = set()
+    assert threading.active_count() == 1  # else the index would spawn, not fork
+    assert build(tmp_path, workers=2, seen=seen) == alone
+    assert seen, "no worker process was running while resolving"
+
+
+def test_a_spawned_worker_gives_the_same_graph(
+    alone: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(repository, "_SERVED_MIN_FILES", 1)  # spawn even for this slice
+    out: list[str] = []
+    seen: set[int] = set()
+    # Built from a second thread, as the server does: no fork in a threaded process.
+    worker = threading.Thread(target=lambda: out.append(build(tmp_path, 2, seen)))
+    worker.start()
+    worker.join()
+    assert out == [alone]
+    assert seen, "no worker process was running while resolving"
+
+
+def _dies(*_args: object) -> bytes:
+    os._exit(3)
+
+
+def test_a_worker_that_dies_costs_time_not_facts(
+    alone: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shares, "_round", _dies)
+    assert build(tmp_path, workers=2) == alone
+
+
+def test_a_worker_that_cannot_start_leaves_the_work_here(tmp_path: Path) -> None:
+    """A spawned worker reads the summaries from the cache; this one finds none there
+    (another process rebuilt it), so every share is resolved in this process."""
+    sources = {"a.py": b"def f():\n    g()\n\n\ndef g():\n    pass\n", "b.py": b"import a\na.f()\n"}
+    binder = Binder()
+    binder.set_files({rel: summarize(rel, data) for rel, data in sources.items()}, "repo")
+    origin = (tmp_path / "empty-cache", {rel: "0" for rel in sources}, "repo")
+    assert shares._binder_from_cache(*origin) is None
+    with shares.Shares(binder, multiprocessing.get_context("spawn"), origin) as rounds:
+        assert rounds.pools == [None] * shares.SHARES
+        resolved = rounds.resolve(dict.fromkeys(sorted(sources)), {}, [])
+    calls = {rel: facts.calls for rel, facts, _contrib in resolved}
+    assert calls == {
+        "a.py": {(1, "call"): {("f", "a.py", 2)}},
+        "b.py": {(0, "call"): {("f", "a.py", 1)}},
+    }
