@@ -95,19 +95,31 @@ def test_a_worker_that_dies_costs_time_not_facts(
     assert build(tmp_path, workers=2) == alone
 
 
+SOURCES = {"a.py": b"def f():\n    g()\n\n\ndef g():\n    pass\n", "b.py": b"import a\na.f()\n"}
+CALLS = {"a.py": {(1, "call"): {("f", "a.py", 2)}}, "b.py": {(0, "call"): {("f", "a.py", 1)}}}
+
+
+def small_binder() -> Binder:
+    binder = Binder()
+    binder.set_files({rel: summarize(rel, data) for rel, data in SOURCES.items()}, "repo")
+    return binder
+
+
+def test_a_worker_outlives_rounds_too_small_to_split() -> None:
+    """Its share of a small round is empty, and it still learns the round's facts."""
+    with shares.Shares(small_binder(), multiprocessing.get_context("fork"), None) as rounds:
+        for _ in range(3):
+            resolved = rounds.resolve(dict.fromkeys(sorted(SOURCES)), {}, [("b.py", {})])
+            assert {rel: facts.calls for rel, facts, _contrib in resolved} == CALLS
+        assert rounds.pools[1] is not None, "the worker was dropped"
+
+
 def test_a_worker_that_cannot_start_leaves_the_work_here(tmp_path: Path) -> None:
     """A spawned worker reads the summaries from the cache; this one finds none there
     (another process rebuilt it), so every share is resolved in this process."""
-    sources = {"a.py": b"def f():\n    g()\n\n\ndef g():\n    pass\n", "b.py": b"import a\na.f()\n"}
-    binder = Binder()
-    binder.set_files({rel: summarize(rel, data) for rel, data in sources.items()}, "repo")
-    origin = (tmp_path / "empty-cache", {rel: "0" for rel in sources}, "repo")
+    origin = (tmp_path / "empty-cache", dict.fromkeys(SOURCES, "0"), "repo")
     assert shares._binder_from_cache(*origin) is None
-    with shares.Shares(binder, multiprocessing.get_context("spawn"), origin) as rounds:
+    with shares.Shares(small_binder(), multiprocessing.get_context("spawn"), origin) as rounds:
         assert rounds.pools == [None] * shares.SHARES
-        resolved = rounds.resolve(dict.fromkeys(sorted(sources)), {}, [])
-    calls = {rel: facts.calls for rel, facts, _contrib in resolved}
-    assert calls == {
-        "a.py": {(1, "call"): {("f", "a.py", 2)}},
-        "b.py": {(0, "call"): {("f", "a.py", 1)}},
-    }
+        resolved = rounds.resolve(dict.fromkeys(sorted(SOURCES)), {}, [])
+    assert {rel: facts.calls for rel, facts, _contrib in resolved} == CALLS

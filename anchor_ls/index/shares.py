@@ -98,11 +98,11 @@ class Shares:
         """Resolve todo (sorted); passed is the argument facts set since the last round
         (the workers learn them; this process's binder has them already)."""
         parts = split(todo, self.binder.summaries)
-        futures: list[Future | None] = [None] * len(parts)
-        for i in range(1, SHARES):
+        parts += [{}] * (SHARES - len(parts))  # an idle worker still learns passed
+        futures: list[Future | None] = [None] * SHARES
+        for i, part in enumerate(parts):
             if (pool := self.pools[i]) is None:
                 continue
-            part = parts[i] if i < len(parts) else {}
             previous = {rel: facts[rel] for rel, sc in part.items() if sc is not None}
             try:
                 futures[i] = pool.submit(_round, passed, part, previous)
