@@ -26,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from anchor_ls.index import dense
+from anchor_ls.index.classtables import ClassTables, Share
 from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values, renumbered
@@ -90,8 +91,9 @@ class Binder:
         self.modules.discard(relpath)
         self.clear_caches()
         self._constants.pop(relpath, None)
-        self._setting_defs = self._hosts = self._subclasses = self._property_names = None
-        self._definers = None
+        self._setting_defs = None
+        if self._tables is not None:
+            self._tables.put(relpath, None)
 
     def clear_caches(self) -> None:
         # Read off the summaries alone: only a changed file changes them.
@@ -122,9 +124,12 @@ class Binder:
         self._constants.pop(path, None)
         if is_settings_module(path):
             self._setting_defs = None
-        if not same_interface:  # other classes, bases or class bodies now
-            self._hosts = self._subclasses = self._property_names = self._definers = None
-        if self._value_names is not None:  # a filter: a superset is right, only slower
+        # Other classes, bases or class bodies now: refresh_classes() puts the file's
+        # share of the class tables. The name filters below may keep a superset (right,
+        # only slower).
+        if not same_interface and self._property_names is not None:
+            self._property_names |= _property_names(self, path)
+        if self._value_names is not None:
             added = _value_names([summary], self._value_names) - self._value_names
             if added:
                 self._value_names = self._value_names | added
@@ -132,21 +137,16 @@ class Binder:
     def warm(self) -> None:
         """Build the repository-wide tables now, so that the first edit does not wait."""
         self.property_names()
-        self.definers()
         self.value_names()
-        self.hosts()
-        if self.summaries:
-            self.subclasses(("", -1))
+        self.tables()
 
     def _forget_definitions(self) -> None:
         """Tables read off every summary; a body edit can define nested functions too."""
         self._value_names: frozenset[str] | None = None
         self._constants: dict[str, frozenset[str]] = {}
         self._setting_defs: dict[str, list[str]] | None = None
-        self._hosts: dict[tuple[str, int], set[tuple[str, int]]] | None = None
-        self._definers: dict[str, set[tuple[str, int]]] | None = None
-        # Read off class bases and decorators: argument facts cannot change them.
-        self._subclasses: dict[tuple[str, int], set[tuple[str, int]]] | None = None
+        # Read off class bases and bodies, and decorators: argument facts cannot change them.
+        self._tables: ClassTables | None = None
         self._property_names: frozenset[str] | None = None
 
     # ----- scopes and names ---------------------------------------------
@@ -777,24 +777,56 @@ class Binder:
                 out.add(v)
         return frozenset(out)
 
+    def tables(self) -> ClassTables:
+        if self._tables is None:
+            self._tables = ClassTables()  # overrides seen while building it are left out
+            self._put_classes(sorted(self.summaries))
+        return self._tables
+
+    def refresh_classes(self, paths: Iterable[str]) -> None:
+        """Put the class-table shares of files whose definitions changed, and of the
+        files that may name them (their bases can resolve differently now)."""
+        if self._tables is not None:
+            self._put_classes(sorted(paths))
+            self._subclass_cache.clear()
+            self.forget_values()
+
+    def _put_classes(self, paths: list[str]) -> None:
+        """Shares of paths: first what the class bodies bind (read off the syntax), then
+        the bases, whose evaluation can look names up in class bodies."""
+        assert self._tables is not None
+        shares: dict[str, Share] = {}
+        for path in paths:
+            if path not in self.summaries:
+                self._tables.put(path, None)
+                continue
+            shares[path] = Share([], [], [])
+            for i, scope in enumerate(self.summaries[path].scopes):
+                if scope.kind == "class":
+                    for binding in scope.bindings:
+                        shares[path].definers.append((binding.name, (path, i)))
+                        if binding.value[0] == "n":
+                            fn = self._function_named(path, i, binding.value[1])
+                            if fn is not None and self.enclosing_class(*fn) is None:
+                                shares[path].hosts.append((fn, (path, i)))
+            self._tables.put(path, shares[path])
+        for path, share in shares.items():
+            for i, scope in enumerate(self.summaries[path].scopes):
+                if scope.kind == "class" and scope.bases:
+                    for base in self.class_bases((path, i)):
+                        if base[0] == "c":
+                            share.bases.append(((base[1], base[2]), (path, i)))
+            self._tables.put(path, share)
+
     def subclasses(self, cls: tuple[str, int]) -> frozenset[tuple[str, int]]:
-        if self._subclasses is None:
-            table: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
-            self._subclasses = table  # overrides seen while building it are left out
-            for path, summary in self.summaries.items():
-                for i, scope in enumerate(summary.scopes):
-                    if scope.kind == "class" and scope.bases:
-                        for base in self.class_bases((path, i)):
-                            if base[0] == "c":
-                                table[(base[1], base[2])].add((path, i))
-            self._subclasses = table
+        table = self.tables().subclasses
         cached = self._subclass_cache.get(cls)
         if cached is not None:
             return cached
         out: set[tuple[str, int]] = set()
         todo = [cls]
         while todo:
-            for sub in self._subclasses.get(todo.pop(), ()):
+            for sub in table.get(todo.pop(), ()):
                 if sub not in out:
                     out.add(sub)
                     todo.append(sub)
@@ -864,15 +896,7 @@ class Binder:
     def definers(self) -> dict[str, set[tuple[str, int]]]:
         """Name -> the classes whose bodies bind it: most attributes read through `self`
         are bound in no class body, and need no walk along any MRO."""
-        if self._definers is None:
-            table: dict[str, set[tuple[str, int]]] = defaultdict(set)
-            for path, summary in self.summaries.items():
-                for idx, scope in enumerate(summary.scopes):
-                    if scope.kind == "class":
-                        for binding in scope.bindings:
-                            table[binding.name].add((path, idx))
-            self._definers = dict(table)
-        return self._definers
+        return self.tables().definers
 
     def hosts(self) -> dict[tuple[str, int], set[tuple[str, int]]]:
         """Functions defined outside a class that a class body binds by name, and the classes.
@@ -880,18 +904,7 @@ class Binder:
         Read from the definitions alone (no evaluation), so no value depends on when this
         table is first built.
         """
-        if self._hosts is None:
-            hosts: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
-            for path, summary in self.summaries.items():
-                for idx, scope in enumerate(summary.scopes):
-                    if scope.kind == "class":
-                        for binding in scope.bindings:
-                            if binding.value[0] == "n":
-                                fn = self._function_named(path, idx, binding.value[1])
-                                if fn is not None and self.enclosing_class(*fn) is None:
-                                    hosts[fn].add((path, idx))
-            self._hosts = dict(hosts)
-        return self._hosts
+        return self.tables().hosts
 
     def _function_named(
         self, path: str, idx: int, name: str, depth: int = 0
@@ -1133,16 +1146,9 @@ class Binder:
     def property_names(self) -> frozenset[str]:
         """Names of every property getter in the repository: the reads worth resolving."""
         if self._property_names is None:
-            names = set()
-            for path, summary in self.summaries.items():
-                for i, scope in enumerate(summary.scopes):
-                    if (
-                        scope.decorators
-                        and scope.kind == "function"
-                        and self.method_kind(path, i) == "property"
-                    ):
-                        names.add(scope.name)
-            self._property_names = frozenset(names)
+            self._property_names = frozenset().union(
+                *(_property_names(self, path) for path in self.summaries)
+            )
         return self._property_names
 
     def value_names(self) -> frozenset[str]:
@@ -1384,6 +1390,8 @@ class Binder:
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """path's scopes moved (old index -> new): rename every argument fact naming them."""
+        if self._tables is not None:
+            self._tables.renumber(path, numbers)
         self._contrib = {
             src: renumbered(contrib, path, numbers) for src, contrib in self._contrib.items()
         }
@@ -1415,6 +1423,16 @@ def _merge_contributions(per_scope: dict[int, dict]) -> dict:
             for name, values in params.items():
                 into[name] = into.get(name, EMPTY) | values
     return merged
+
+
+def _property_names(binder: Binder, path: str) -> frozenset[str]:
+    return frozenset(
+        scope.name
+        for i, scope in enumerate(binder.summaries[path].scopes)
+        if scope.decorators
+        and scope.kind == "function"
+        and binder.method_kind(path, i) == "property"
+    )
 
 
 def _plain(contrib: dict) -> dict:

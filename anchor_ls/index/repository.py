@@ -351,6 +351,7 @@ class Index:
         dependents = self._dependents(relpath, interface_changed=True)
         before = self._edge_files(relpath)
         self.binder.drop_file(relpath)
+        self.binder.refresh_classes(dependents)
         grown = self.binder.forget_contribution(relpath)
         dependents |= self._forget_values_into(relpath)
         self._sources.pop(relpath, None)
@@ -398,6 +399,8 @@ class Index:
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed)
+        if interface_changed:
+            self.binder.refresh_classes({rel} | dependents)
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
             self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
