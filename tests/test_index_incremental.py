@@ -365,3 +365,38 @@ def test_interface_edits_reach_exactly_the_files_that_name_them(tmp_path: Path) 
         assert "a.py:f" in index.graph.out(CALLS, "a.py:run"), "the callback d.py passes"
         (root / "a.py").write_text(text, encoding="utf-8")
         assert index.graph.to_json() == fresh_json(root), text
+
+
+def test_class_edits_keep_self_dispatch_and_hierarchy_fresh(tmp_path: Path) -> None:
+    """A base method calling `self.hook()` reaches the overrides of the subclasses that
+    exist now: subclasses gained, lost, moved among other definitions, or whose base
+    resolves through a renamed class; after each edit the graph is a fresh build's."""
+    root = tmp_path / "r"
+    root.mkdir()
+    base = (
+        "class Base:\n    def run(self):\n        return self.hook()\n\n"
+        "    def hook(self):\n        pass\n"
+    )
+    sub = "from base import Base\n\n\nclass Sub(Base):\n    def hook(self):\n        pass\n"
+    (root / "base.py").write_text(base, encoding="utf-8")
+    (root / "sub.py").write_text(sub, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    run = "base.py:Base.run"
+    steps = [
+        ("sub.py", sub.replace("class Sub(Base)", "class Sub"), False),  # base dropped
+        ("sub.py", sub, True),  # and back
+        ("sub.py", sub.replace("from base", "def first():\n    pass\n\n\nfrom base"), True),
+        ("base.py", "class Other:\n    pass\n\n\n" + base, True),  # Base moves down
+        ("base.py", base.replace("class Base", "class Root"), False),  # Base renamed away
+        ("base.py", base, True),
+        ("sub.py", "", False),  # emptied
+        ("more.py", sub.replace("Sub", "More"), True),  # a new file subclasses Base
+    ]
+    for rel, text, linked in steps:
+        (root / rel).write_text(text, encoding="utf-8")
+        index.update_file(rel, text)
+        hooks = {d for d in index.graph.out(CALLS, run) if d.endswith(".hook")}
+        owner = "more.py:More.hook" if rel == "more.py" else "sub.py:Sub.hook"
+        assert (owner in hooks) is linked, (rel, text)
+        assert index.graph.to_json() == fresh_json(root), (rel, text)

@@ -783,13 +783,27 @@ class Binder:
             self._put_classes(sorted(self.summaries))
         return self._tables
 
-    def refresh_classes(self, paths: Iterable[str]) -> None:
+    def refresh_classes(self, paths: Iterable[str]) -> dict[str, set[str]]:
         """Put the class-table shares of files whose definitions changed, and of the
-        files that may name them (their bases can resolve differently now)."""
-        if self._tables is not None:
-            self._put_classes(sorted(paths))
-            self._subclass_cache.clear()
-            self.forget_values()
+        files that may name them (their bases can resolve differently now).
+
+        Returns the files of the ancestors of every class that changed, with the names
+        that changed: `self.name` there may dispatch to other overrides now.
+        """
+        if self._tables is None:
+            return {}
+        paths = sorted(paths)
+        before = {path: self._tables.shares.get(path) for path in paths}
+        self._put_classes(paths)
+        self._subclass_cache.clear()
+        self.forget_values()
+        out: dict[str, set[str]] = defaultdict(set)
+        for path in paths:
+            for names, bases in _class_changes(before[path], self._tables.shares.get(path)):
+                for base in bases:
+                    for ancestor in self.mro(base) if base[0] in self.summaries else ():
+                        out[ancestor[0]] |= names
+        return out
 
     def _put_classes(self, paths: list[str]) -> None:
         """Shares of paths: first what the class bodies bind (read off the syntax), then
@@ -1423,6 +1437,26 @@ def _merge_contributions(per_scope: dict[int, dict]) -> dict:
             for name, values in params.items():
                 into[name] = into.get(name, EMPTY) | values
     return merged
+
+
+def _class_changes(
+    before: Share | None, after: Share | None
+) -> Iterable[tuple[set[str], set[tuple[str, int]]]]:
+    """(names, bases) of each class whose body bindings or bases differ: the names
+    added or removed (all of them when the bases changed) and its bases, old and new."""
+    classes: dict[tuple[str, int], tuple[list[set], list[set]]] = defaultdict(
+        lambda: ([set(), set()], [set(), set()])
+    )
+    for side, share in enumerate((before, after)):
+        for name, cls in share.definers if share else ():
+            classes[cls][0][side].add(name)
+        for base, sub in share.bases if share else ():
+            classes[sub][1][side].add(base)
+    for (old_names, new_names), (old_bases, new_bases) in classes.values():
+        if old_bases != new_bases:
+            yield old_names | new_names, old_bases | new_bases
+        elif old_names != new_names:
+            yield old_names ^ new_names, new_bases
 
 
 def _property_names(binder: Binder, path: str) -> frozenset[str]:

@@ -351,7 +351,7 @@ class Index:
         dependents = self._dependents(relpath, interface_changed=True)
         before = self._edge_files(relpath)
         self.binder.drop_file(relpath)
-        self.binder.refresh_classes(dependents)
+        dependents |= self._dispatching_into(relpath, {relpath} | dependents)
         grown = self.binder.forget_contribution(relpath)
         dependents |= self._forget_values_into(relpath)
         self._sources.pop(relpath, None)
@@ -400,7 +400,7 @@ class Index:
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed)
         if interface_changed:
-            self.binder.refresh_classes({rel} | dependents)
+            dependents |= self._dispatching_into(rel, {rel} | dependents)
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
             self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
@@ -408,6 +408,17 @@ class Index:
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
         return {rel} | before | changed
+
+    def _dispatching_into(self, rel: str, changed: set[str]) -> set[str]:
+        """Refresh the class tables of the changed files; the files of the ancestors of a
+        changed class that name what changed (a `self.name` there may reach other
+        overrides now)."""
+        ancestors = self.binder.refresh_classes(changed)
+        return {
+            path
+            for path, names in ancestors.items()
+            if path != rel and self._mentions(path, {n.encode() for n in names})
+        }
 
     def _linking_into(
         self, rel: str, kinds: tuple[str, ...], keep: Callable[[Entity], bool] = bool
