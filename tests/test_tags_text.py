@@ -487,3 +487,9 @@ def test_damaged_blocks_of_the_first_format_are_still_reported() -> None:
         source = ("\n".join(broken) + "\ndef f(): pass\n").encode()
         result = strip(source)
         assert result.text == source and result.damaged[0][0] == 1
+
+
+def test_prose_about_the_first_format_opens_no_block() -> None:
+    source = b"# === CodeAnchor === is how blocks used to open\n# ===\nx = 1\n"
+    result = strip(source)
+    assert result.text == source and result.damaged == [] and result.removed == 0

@@ -35,7 +35,8 @@ from anchor_ls.tags.scan import (
 
 MODULE = 0  # the key of the module block in a `blocks` mapping
 
-_OPEN = re.compile(rb"([ \t\f]*)# === CodeAnchor (?!===[ \t]*\Z).+\Z")
+# No id starts with "=": prose about the first format's delimiter opens no block.
+_OPEN = re.compile(rb"([ \t\f]*)# === CodeAnchor (?!=).+\Z")
 _CLOSE = re.compile(rb"([ \t\f]*)# ===[ \t]*\Z")
 _FIELD = re.compile(rb"([ \t\f]*)# [A-Z][A-Z0-9_]*: .*\Z")
 # The first format: one delimiter line opens and closes, a "# <kind> <id>" line follows it.
