@@ -52,6 +52,9 @@ class Binder:
         self._contrib: dict[str, dict[tuple[str, int], dict[str, set[Value]]]] = {}
         self._contrib_by_fn: dict[tuple[str, int], dict[str, dict]] = defaultdict(dict)
         self._scope_contrib: dict[str, dict[int, dict]] = {}
+        # file -> the files whose argument facts name its functions or values; and back
+        self._passers: dict[str, set[str]] = defaultdict(set)
+        self._named: dict[str, set[str]] = {}
         self.shrunk: set[tuple[str, int]] = set()  # functions whose argument facts lost values
         self.clear_caches()
         self._forget_definitions()
@@ -1350,6 +1353,12 @@ class Binder:
         old = self._contrib.get(path, {})
         new = {fn: {k: set(v) for k, v in ps.items()} for fn, ps in contrib.items()}
         self._contrib[path] = new
+        named = _named_paths(new)
+        for gone in self._named.get(path, set()) - named:
+            self._passers[gone].discard(path)
+        for added in named - self._named.get(path, set()):
+            self._passers[added].add(path)
+        self._named[path] = named
         changed = {fn for fn in set(old) | set(new) if old.get(fn) != new.get(fn)}
         for fn in changed:
             sources = self._contrib_by_fn[fn]
@@ -1424,6 +1433,11 @@ class Binder:
                     merged[name] |= values
         self.clear_caches()
 
+    def passers(self, path: str) -> list[str]:
+        """The files whose argument facts name a scope of path (a function receiving the
+        arguments, or a value passed), sorted."""
+        return sorted(self._passers.get(path, ()))
+
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})
 
@@ -1437,6 +1451,26 @@ def _merge_contributions(per_scope: dict[int, dict]) -> dict:
             for name, values in params.items():
                 into[name] = into.get(name, EMPTY) | values
     return merged
+
+
+def _named_paths(contrib: dict) -> set[str]:
+    """The files whose scopes argument facts name: (path, index) keys and values such as
+    ("f", path, index), at any depth."""
+    out: set[str] = set()
+    todo: list[object] = []
+    for fn, params in contrib.items():
+        out.add(fn[0])
+        todo.extend(params.values())
+    while todo:
+        data = todo.pop()
+        if isinstance(data, tuple):
+            if len(data) == 3 and isinstance(data[2], int) and isinstance(data[1], str):
+                out.add(data[1])
+            else:
+                todo.extend(data)
+        elif isinstance(data, frozenset | set | list):
+            todo.extend(data)
+    return out
 
 
 def _class_changes(
