@@ -79,11 +79,15 @@ class Cache:
             with db:
                 db.execute("DROP TABLE IF EXISTS summaries")
                 db.execute("DROP TABLE IF EXISTS graph")
+                db.execute("DROP TABLE IF EXISTS derived")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
         db.execute(
             "CREATE TABLE IF NOT EXISTS summaries (path TEXT PRIMARY KEY, hash TEXT, blob BLOB)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS graph (key TEXT PRIMARY KEY, blob BLOB)")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS derived (name TEXT PRIMARY KEY, key TEXT, blob BLOB)"
+        )
         db.execute("SELECT count(*) FROM summaries").fetchone()
         return db
 
@@ -121,6 +125,22 @@ class Cache:
         with contextlib.suppress(sqlite3.DatabaseError), self.db:
             self.db.execute("DELETE FROM graph")
             self.db.execute("INSERT INTO graph VALUES (?, ?)", (fingerprint, blob))
+
+    def load_derived(self, name: str, fingerprint: str) -> bytes | None:
+        """What a layer above stored for the graph of this fingerprint, if it is that one."""
+        try:
+            row = self.db.execute(
+                "SELECT blob FROM derived WHERE name = ? AND key = ?", (name, fingerprint)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        return row[0] if row else None
+
+    def store_derived(self, name: str, fingerprint: str, blob: bytes) -> None:
+        with contextlib.suppress(sqlite3.DatabaseError), self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)", (name, fingerprint, blob)
+            )
 
     def close(self) -> None:
         self.db.close()

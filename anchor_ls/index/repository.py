@@ -77,6 +77,7 @@ class Index:
         # After a warm start: (paths, pickled resolution state, site counts) until needed.
         self._lazy: tuple[list[str], bytes, tuple[int, int, int], dict[str, str]] | None = None
         self._stats = IndexStats()
+        self._built: str | None = None  # the fingerprint of the build, until a file changes
         self.lock = threading.RLock()  # serialises mutations
 
     # ----- paths ------------------------------------------------------------
@@ -109,6 +110,7 @@ class Index:
             return self._build(progress)
 
     def _build(self, progress: Progress | None) -> IndexStats:
+        self._built = None
         self.problems = {}
         self._sources, self._hashes = {}, {}
         # A full build starts from nothing: facts of an earlier build may name files now gone.
@@ -133,6 +135,7 @@ class Index:
             if state is not None and self._restore(state, cache):
                 self._stats.from_cache = len(self._hashes)
                 self._stats.reparsed = 0
+                self._built = fingerprint
                 if progress:
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
@@ -147,7 +150,28 @@ class Index:
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
             cache.store_graph(fingerprint, self._snapshot())
+        self._built = fingerprint
         return self.stats()
+
+    # ----- data derived from a build -------------------------------------
+    def derived(self, name: str) -> bytes | None:
+        """What keep_derived() stored for a graph equal to this one (same files, same
+        engine), if the index is still as built; else None."""
+        with self.lock:
+            cache = self._open_cache()
+            if cache is None or self._built is None:
+                return None
+            return cache.load_derived(name, self._built)
+
+    def keep_derived(self, name: str, blob: bytes) -> bool:
+        """Store data a layer above derived from this graph (answers the next start
+        would compute again); only while no file changed since the build."""
+        with self.lock:
+            cache = self._open_cache()
+            if cache is None or self._built is None:
+                return False
+            cache.store_derived(name, self._built, blob)
+            return True
 
     def _read(self, rel: str) -> bytes | None:
         # O_NONBLOCK: opening a FIFO named x.py must not wait for a writer forever.
@@ -314,6 +338,7 @@ class Index:
         """Re-index one file from text in memory; returns the relpaths whose facts changed."""
         data = _encode_buffer(text) if isinstance(text, str) else text
         with self.lock, _gc_paused():
+            self._built = None
             try:
                 summary = pack_bodies(summarize(relpath, data, limit=self.max_file_bytes))
             except UnreadableSource as err:
@@ -331,6 +356,7 @@ class Index:
     def reload_file(self, relpath: str) -> set[str]:
         """Re-read one file from disk (a removal when it is gone)."""
         with self.lock:
+            self._built = None
             data = self._read(relpath) if self.is_indexable(relpath) else None
             if data is None:
                 gone = self.problems.get(relpath)
@@ -341,6 +367,7 @@ class Index:
 
     def remove_file(self, relpath: str) -> set[str]:
         with self.lock, _gc_paused():
+            self._built = None
             self.problems.pop(relpath, None)
             return self._remove(relpath)
 

@@ -282,6 +282,7 @@ def _folder_stats(ls: AnchorServer, folder: Folder) -> dict[str, Any]:
         else:
             stats = folder.stats or index.stats()
         entry["stats"] = stats.as_dict()
+        entry["hintsRestored"] = folder.hints_restored  # files whose stored hints were read
     entry["policy"] = _policy_json(folder.policy)
     return entry
 

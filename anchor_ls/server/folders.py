@@ -77,6 +77,11 @@ class Folder:
         self.stats: IndexStats | None = None
         self.policy: Any = None
         self.hints = HintStore()
+        # The index whose stored hints were read, and how many files they covered; the
+        # index they were stored for (once per build each).
+        self.hints_read_for: Index | None = None
+        self.hints_restored = 0
+        self.hints_saved_for: Index | None = None
         self._views: dict[str, SourceView] = {}
 
     # ----- reads (any thread) -------------------------------------------

@@ -91,6 +91,11 @@ class HintStore:
     def __len__(self) -> int:
         return len(self._files)
 
+    def kept(self, key: Hashable) -> dict[str, FileHints]:
+        """Every file's hints kept for key (a copy)."""
+        with self._lock:
+            return dict(self._files) if key == self._key else {}
+
     # ----- writes -------------------------------------------------------
     def put(self, key: Hashable, relpath: str, hints: FileHints, token: int) -> bool:
         """Keep hints computed since token(), unless a change started or ran in between."""

@@ -1,5 +1,9 @@
 """Whole-file hints computed ahead of the requests that will want them.
 
+A pass that completes on an index unchanged since its build stores the hints in the
+index cache, with what they were made for (the graph, settings, policy, folder); the
+next start on the same graph reads them back at once, before any request needs them.
+
 After a build, and after every change, the warmer fills each folder's HintStore on
 the reader pool: the open documents first, then every other file, largest first (a
 large file is what a request would wait longest for; a small one is quick to do on
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import pickle
 import time
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
@@ -86,6 +91,9 @@ class HintWarmer:
         if folder.state != READY or not server.settings.inlay_hints or folder.graph is None:
             return True
         key: Hashable = server.hint_key()
+        if folder.hints_read_for is not folder.index:
+            folder.hints_read_for = folder.index
+            folder.hints_restored = await server.read(_restore, folder, key)
         todo = await server.read(self._todo, folder, key)
         at = 0
         started = time.perf_counter()
@@ -96,6 +104,9 @@ class HintWarmer:
                 await asyncio.sleep(YIELD_SECONDS)
                 continue
             at = await server.read(self._warm_some, folder, todo, at, key)
+        if todo and at == len(todo) and folder.hints_saved_for is not folder.index:
+            folder.hints_saved_for = folder.index
+            await server.read(_save, folder, key)
         if todo:
             log.info(
                 "hints of %d files of %s ready in %.0f ms (%d files, %.1f MiB kept)",
@@ -145,3 +156,39 @@ class HintWarmer:
                 view.drop_table()
             at += 1
         return at
+
+
+STORED = "inlay-hints"
+
+
+def _identity(folder: Folder, key: Hashable) -> tuple:
+    """What stored hints must have been made for, besides the graph (the cache's key)."""
+    return (key, repr(folder.policy), folder.root_uri, STORE_VERSION)
+
+
+STORE_VERSION = 1  # of the stored form: FileHints and the JSON in it
+
+
+def _save(folder: Folder, key: Hashable) -> None:
+    """Reader thread: store every kept file's hints with the index (if it is as built)."""
+    index = folder.index
+    kept = folder.hints.kept(key)
+    if index is not None and kept:
+        blob = pickle.dumps((_identity(folder, key), kept), protocol=pickle.HIGHEST_PROTOCOL)
+        index.keep_derived(STORED, blob)
+
+
+def _restore(folder: Folder, key: Hashable) -> int:
+    """Reader thread: put the stored hints of this graph in the store; how many files."""
+    index = folder.index
+    blob = index.derived(STORED) if index is not None else None
+    if blob is None:
+        return 0
+    token = folder.hints.token()
+    try:
+        identity, kept = pickle.loads(blob)
+    except Exception:  # a damaged row: compute them again
+        return 0
+    if identity != _identity(folder, key):
+        return 0
+    return sum(folder.hints.put(key, rel, hints, token) for rel, hints in kept.items())
