@@ -79,12 +79,14 @@ class Cache:
             with db:
                 db.execute("DROP TABLE IF EXISTS summaries")
                 db.execute("DROP TABLE IF EXISTS graph")
+                db.execute("DROP TABLE IF EXISTS graph_parts")
                 db.execute("DROP TABLE IF EXISTS derived")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
         db.execute(
             "CREATE TABLE IF NOT EXISTS summaries (path TEXT PRIMARY KEY, hash TEXT, blob BLOB)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS graph (key TEXT PRIMARY KEY, blob BLOB)")
+        db.execute("CREATE TABLE IF NOT EXISTS graph_parts (name TEXT PRIMARY KEY, blob BLOB)")
         db.execute(
             "CREATE TABLE IF NOT EXISTS derived (name TEXT PRIMARY KEY, key TEXT, blob BLOB)"
         )
@@ -113,18 +115,27 @@ class Cache:
         with contextlib.suppress(sqlite3.DatabaseError), self.db:
             self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", items)
 
-    def load_graph(self, fingerprint: str) -> object | None:
+    def load_graph(self, fingerprint: str) -> tuple[object, dict[str, bytes]] | None:
+        """(state, parts) stored for fingerprint, else None."""
         try:
             row = self.db.execute("SELECT blob FROM graph WHERE key = ?", (fingerprint,)).fetchone()
-            return pickle.loads(row[0]) if row else None
+            if row is None:
+                return None
+            state = pickle.loads(row[0])
+            parts = dict(self.db.execute("SELECT name, blob FROM graph_parts").fetchall())
         except Exception:  # a damaged blob can raise almost anything from pickle.loads
             return None
+        return state, parts
 
-    def store_graph(self, fingerprint: str, state: object) -> None:
+    def store_graph(self, fingerprint: str, state: object, parts: dict[str, bytes]) -> None:
+        """The graph's state (small, pickled here) and its parts (pickled already, a row
+        each: one blob of it all would be copied twice more on the way in)."""
         blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         with contextlib.suppress(sqlite3.DatabaseError), self.db:
             self.db.execute("DELETE FROM graph")
+            self.db.execute("DELETE FROM graph_parts")
             self.db.execute("INSERT INTO graph VALUES (?, ?)", (fingerprint, blob))
+            self.db.executemany("INSERT INTO graph_parts VALUES (?, ?)", parts.items())
 
     def load_derived(self, name: str, fingerprint: str) -> bytes | None:
         """What a layer above stored for the graph of this fingerprint, if it is that one."""
