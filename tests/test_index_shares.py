@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from process_support import children
 
 from anchor_ls.index import Index, repository, shares
 from anchor_ls.index.binder import Binder
@@ -25,17 +26,6 @@ PACKAGES = ["asyncio", "email", "json", "logging", "importlib", "unittest", "xml
 EXCLUDE = sorted(
     [name for name in os.listdir(STDLIB) if name not in PACKAGES] + ["*/test/*", "*/tests/*"]
 )
-
-
-def children() -> set[int]:
-    """This process's child processes (Linux)."""
-    found: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            found.update(int(c) for c in (task / "children").read_text().split())
-        except FileNotFoundError:  # a thread that ended while we looked
-            continue
-    return found
 
 
 def build(cache: Path, workers: int, seen: set[int] | None = None) -> str:

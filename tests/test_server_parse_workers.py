@@ -11,6 +11,8 @@ import json
 import threading
 from pathlib import Path
 
+from process_support import children
+
 from anchor_ls.index import Index
 
 FILES = 240  # over the size from which a threaded process parses in workers
@@ -39,17 +41,6 @@ def build(root: Path, workers: int) -> tuple[str, list[tuple[str, str]]]:
     index.build()
     problems = sorted((p.path, p.kind) for p in index.problems.values())
     return json.dumps(index.graph.to_json(), sort_keys=True), problems
-
-
-def children() -> set[int]:
-    """This process's child processes (Linux)."""
-    found: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            found.update(int(c) for c in (task / "children").read_text().split())
-        except FileNotFoundError:  # a thread that ended while we looked
-            continue
-    return found
 
 
 def test_workers_of_a_threaded_process_give_the_same_graph(tmp_path: Path) -> None:

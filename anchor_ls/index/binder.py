@@ -760,16 +760,9 @@ class Binder:
         return table
 
     def _with_nested(self, path: str, idx: int) -> Iterable[int]:
-        yield idx
+        """Scope idx and the functions inside it (what `self` reaches in a method)."""
         scopes = self.summaries[path].scopes
-        for j in range(idx + 1, len(scopes)):
-            parent = scopes[j].parent
-            while parent > idx:
-                parent = scopes[parent].parent
-            if parent == idx and scopes[j].kind != "class":
-                yield j
-            elif scopes[j].line > scopes[idx].end_line:
-                break
+        return (j for j in self._nested(path, idx) if j == idx or scopes[j].kind != "class")
 
     def super_attr(self, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
         out: set[Value] = set()
@@ -1127,22 +1120,22 @@ class Binder:
             or self.scope(path, parent).kind != "class"
             or not self._stores_on_receiver(fn)
         ):
-            return {path: self._nested(path, idx)}
+            return {path: set(self._nested(path, idx))}
         out: dict[str, set[int]] = {}
         for cls_path, cls_idx in [(path, parent), *sorted(self.subclasses((path, parent)))]:
             out.setdefault(cls_path, set()).update(self._nested(cls_path, cls_idx))
         return out
 
-    def _nested(self, path: str, idx: int) -> set[int]:
-        """Scope idx and every scope inside it."""
+    def _nested(self, path: str, idx: int) -> list[int]:
+        """Scope idx and every scope inside it, in order."""
         scopes = self.summaries[path].scopes
-        out = {idx}
+        out = [idx]
         for j in range(idx + 1, len(scopes)):
             parent = scopes[j].parent
             while parent > idx:
                 parent = scopes[parent].parent
             if parent == idx:
-                out.add(j)
+                out.append(j)
             elif scopes[j].line > scopes[idx].end_line:
                 break
         return out

@@ -115,8 +115,7 @@ class Shares:
                 if i:
                     self.binder.forget_values()
                 for rel, scopes in part.items():
-                    resolved = self._here(rel, scopes, facts.get(rel))
-                    out.append((rel, *resolved))
+                    out.append((rel, *self.binder.resolve_file(rel, scopes, facts.get(rel))))
                     if on_file:
                         on_file(rel)
                 continue
@@ -127,11 +126,6 @@ class Shares:
                 for rel, *_ in resolved_there:
                     on_file(rel)
         return out
-
-    def _here(self, rel: str, scopes: set[int] | None, previous: FileFacts | None) -> tuple:
-        if scopes is None or previous is None:
-            return self.binder.resolve_file(rel)
-        return self.binder.resolve_file(rel, scopes, previous)
 
     def _result(self, i: int, future: Future | None) -> tuple | None:
         if future is None:
@@ -178,10 +172,7 @@ def _round(passed: list[tuple[str, dict]], todo: Todo, previous: dict[str, FileF
         binder.forget_values()
     out = []
     for rel, scopes in todo.items():
-        if scopes is None or rel not in previous:
-            out.append((rel, *binder.resolve_file(rel)))
-        else:
-            out.append((rel, *binder.resolve_file(rel, scopes, previous[rel])))
+        out.append((rel, *binder.resolve_file(rel, scopes, previous.get(rel))))
     per_scope = binder.scope_contributions(todo)
     return pickle.dumps((out, per_scope), protocol=pickle.HIGHEST_PROTOCOL)
 

@@ -159,14 +159,12 @@ class HintWarmer:
 
 
 STORED = "inlay-hints"
+STORE_VERSION = 1  # of the stored form: FileHints and the JSON in it
 
 
 def _identity(folder: Folder, key: Hashable) -> tuple:
     """What stored hints must have been made for, besides the graph (the cache's key)."""
     return (key, repr(folder.policy), folder.root_uri, STORE_VERSION)
-
-
-STORE_VERSION = 1  # of the stored form: FileHints and the JSON in it
 
 
 def _save(folder: Folder, key: Hashable) -> None:
