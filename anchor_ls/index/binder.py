@@ -31,11 +31,36 @@ from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values, renumbered
 from anchor_ls.index.testcode import is_test_path
-from anchor_ls.syntax.summary import Binding, CallSite, Expr, FileSummary, Scope, scope_bodies
+from anchor_ls.syntax.summary import (
+    UNKNOWN,
+    Binding,
+    CallSite,
+    Expr,
+    FileSummary,
+    Scope,
+    scope_bodies,
+)
 
 _BUILTINS = frozenset(dir(builtins))
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
 _DICT_VALUE_METHODS = frozenset({"get", "pop", "setdefault", "values"})
+# The methods a `for`/`with` calls on what it iterates or enters (summary site kinds).
+_PROTOCOLS = {
+    "iter": ("__iter__", "__next__"),
+    "aiter": ("__aiter__", "__anext__"),
+    "with": ("__enter__", "__exit__"),
+    "awith": ("__aenter__", "__aexit__"),
+}
+# Standard-library callers that call the functions handed to them: name -> keyword or None
+# for any positional argument.
+_CALLBACK_CALLERS = {
+    "builtins.map": None,
+    "builtins.filter": None,
+    "functools.reduce": None,
+    "builtins.sorted": "key",
+    "builtins.min": "key",
+    "builtins.max": "key",
+}
 _MAX_ROUNDS = 4
 _MAX_FLOWED = 6
 _MAX_VALUES = 64
@@ -119,6 +144,7 @@ class Binder:
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
         self._class_attr_cache: dict[tuple, Values] = {}
         self._override_cache: dict[tuple, frozenset] = {}
+        self._decorated: dict[tuple[str, int, int], tuple[Values, Values]] = {}
 
     def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
         """One file changed: update the tables read off every summary (rebuilding them
@@ -380,6 +406,8 @@ class Binder:
             scope = self.summaries[ctx.path].scopes[expr[1]]
             kind = "c" if scope.kind == "class" else "f"
             return frozenset({(kind, ctx.path, expr[1])})
+        if tag == "dw":
+            return self.decorated(ctx.path, expr[1], expr[2]) or self.eval(("f", expr[1]), ctx)
         if tag == "or":
             out: set[Value] = set()
             for part in expr[1]:
@@ -478,6 +506,17 @@ class Binder:
                 continue  # iterating a dict gives its keys
             elif v[0] == "g":
                 out |= self.yields((v[1], v[2]))
+            elif v[0] in ("i", "I"):  # __iter__ a generator, or an iterator whose __next__ returns
+                for fn in self.instance_attr((v[1], v[2]), "__iter__", None):
+                    if fn[0] not in ("f", "b"):
+                        continue
+                    for it in self.returns((fn[1], fn[2])):
+                        if it[0] == "g":
+                            out |= self.yields((it[1], it[2]))
+                        elif it[0] in ("i", "I"):
+                            for nxt in self.instance_attr((it[1], it[2]), "__next__", None):
+                                if nxt[0] in ("f", "b"):
+                                    out |= self.returns((nxt[1], nxt[2]))
         return frozenset(out)
 
     def unpack(self, expr: Expr, index: int, ctx: Ctx) -> Values:
@@ -819,6 +858,9 @@ class Binder:
                             fn = self._function_named(path, i, binding.value[1])
                             if fn is not None and self.enclosing_class(*fn) is None:
                                 shares[path].hosts.append((fn, (path, i)))
+                    for attr, stores in self.inst_attrs((path, i)).items():
+                        if any(_may_be_callable(value[0]) for value in stores):
+                            shares[path].definers.append((attr, (path, i)))
             self._tables.put(path, shares[path])
         for path, share in shares.items():
             for i, scope in enumerate(self.summaries[path].scopes):
@@ -849,6 +891,8 @@ class Binder:
         cached = self._override_cache.get(key)
         if cached is not None:
             return cached
+        if key in self._in_progress:
+            return EMPTY
         out: set[Value] = set()
         definers = self.definers().get(name, ())
         found: set[tuple[str, int]] = set()
@@ -858,10 +902,18 @@ class Binder:
                 if klass in definers:
                     found.add(klass)
                     break
-        for klass in found:
-            for v in self.class_attr(klass, name, bound=True):
-                if v[0] in ("f", "b") and not self._is_property(("f", v[1], v[2])):
-                    out.add(v)
+        self._in_progress.add(key)
+        try:
+            for klass in found:
+                stored: set[Value] = set()  # `self.name = self.method` in its methods
+                for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
+                    if _may_be_callable(value_expr):
+                        stored |= self.eval(value_expr, Ctx(path, scope_idx, pos))
+                for v in self.class_attr(klass, name, bound=True) | stored:
+                    if v[0] in ("f", "b") and not self._is_property(("f", v[1], v[2])):
+                        out.add(v)
+        finally:
+            self._in_progress.discard(key)
         result = frozenset(out)
         self._override_cache[key] = result
         return result
@@ -1015,6 +1067,14 @@ class Binder:
             return frozenset(v for v in self.eval(args[0], ctx) if v[0] != "x")
         if name in ("functools.partial", "partial") and args:
             return frozenset(v for v in self.eval(args[0], ctx) if v[0] in ("f", "b", "c"))
+        if name in ("map", "filter") and args:  # what the function returns / keeps
+            elems: set[Value] = set()
+            for arg in args:
+                values = frozenset(v for v in self.eval(arg, ctx) if v[0] != "x")
+                if name == "map":
+                    elems |= self.call_result(values, call, ctx)
+                elems |= self.elements(values)
+            return frozenset({("L", _cap(elems))}) if elems else EMPTY
         if name in _CONTAINER_BUILTINS and args:
             elems = self.elements(self.eval(args[0], ctx))
             return frozenset({("L", elems)}) if elems else EMPTY
@@ -1026,13 +1086,26 @@ class Binder:
             return self.attribute(self.eval(args[0], ctx), str(args[1][1]), ctx)
         return frozenset({("x", f"{dotted}()")})
 
-    def call_targets(self, callees: Values) -> list[tuple[Value, tuple[str, int] | None, bool]]:
-        """(entity value, function whose parameters receive the arguments, bound)."""
+    def call_targets(
+        self, callees: Values, caller: tuple[str, int] | None = None
+    ) -> list[tuple[Value, tuple[str, int] | None, bool]]:
+        """(entity value, function whose parameters receive the arguments, bound).
+
+        Calling a decorated function calls it and the wrapper its decorators return, unless
+        the caller is one of those wrappers (which calls what it wraps)."""
         out: list[tuple[Value, tuple[str, int] | None, bool]] = []
         for v in callees:
             kind = v[0]
             if kind in ("f", "b"):
                 out.append((("f", v[1], v[2]), (v[1], v[2]), kind == "b"))
+                if self.summaries[v[1]].scopes[v[2]].decorators:
+                    made, wrapping = self._decoration(v[1], v[2])
+                    if caller is None or not any(
+                        dec[0] == caller[0]
+                        and _nested_in(self.summaries[dec[0]].scopes, caller[1], dec[1])
+                        for dec in wrapping
+                    ):
+                        out += self.call_targets(made)
             elif kind == "c":
                 out.append((v, None, False))
                 init = self.class_attr((v[1], v[2]), "__init__", bound=True)
@@ -1046,6 +1119,55 @@ class Binder:
                     if fn[0] in ("f", "b"):
                         out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), fn[0] == "b"))
         return out
+
+    def decorated(self, path: str, idx: int, start: int = 0) -> Values:
+        """What a definition's decorators (from the start-th down) make of it, when that is
+        repository code wrapping it: a function nested in a decorator that calls the
+        decorator's parameter, or an instance of a decorator class. Empty when they hand it
+        back (`return f`) or are not repository code: the definition itself is what runs."""
+        return self._decoration(path, idx, start)[0]
+
+    def _decoration(self, path: str, idx: int, start: int = 0) -> tuple[Values, Values]:
+        """(what the decorators make of the definition, the decorators that wrapped it)."""
+        key = (path, idx, start)
+        cached = self._decorated.get(key)
+        if cached is not None:
+            return cached
+        self._decorated[key] = (EMPTY, EMPTY)  # a decorator applied to itself sees nothing yet
+        scope = self.summaries[path].scopes[idx]
+        ctx = Ctx(path, scope.parent, None)
+        current: Values = EMPTY
+        wrapping: set[tuple[str, int]] = set()
+        for expr in reversed(scope.decorators[start:]):  # the bottom decorator applies first
+            made: set[Value] = set()
+            for dec in self.eval(expr, ctx):
+                if dec[0] == "c":
+                    made.add(("i", dec[1], dec[2]))
+                    wrapping.add((dec[1], dec[2]))
+                elif dec[0] in ("f", "b"):
+                    wrappers = self._wrappers((dec[1], dec[2]), dec[0] == "b")
+                    made |= wrappers
+                    if wrappers:
+                        wrapping.add((dec[1], dec[2]))
+            current = frozenset(made) or current
+        self._decorated[key] = result = (current, frozenset(wrapping))
+        return result
+
+    def _wrappers(self, dec: tuple[str, int], bound: bool) -> set[Value]:
+        """The functions decorator dec returns that call the function it was given."""
+        params = self.summaries[dec[0]].scopes[dec[1]].params[int(bound) :]
+        if not params or params[0].kind not in ("pos", "posonly"):
+            return set()
+        given = params[0].name
+        scopes = self.summaries[dec[0]].scopes
+        return {
+            v
+            for v in self.returns(dec)
+            if v[0] == "f"
+            and v[1] == dec[0]
+            and given in scopes[v[2]].free_calls
+            and _nested_in(scopes, v[2], dec[1])
+        }
 
     def resolve_file(
         self, path: str, scopes: set[int] | None = None, previous: FileFacts | None = None
@@ -1268,13 +1390,18 @@ class Binder:
         implicit: list[Value] = []
         ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
         callees = self.eval(site.func, ctx)
+        if site.kind in _PROTOCOLS or site.kind == "raise":
+            self._resolve_implicit(idx, site, callees, ctx, facts, counts)
+            return
         if site.kind == "decorator":
             dense.decorator_reference(self, path, idx, site, callees, facts)
         elif any(v[0] == "x" for v in callees):
             dense.external_call(self, path, idx, site, callees, facts)
-        targets = self.call_targets(callees)
+        targets = self.call_targets(callees, (path, idx))
         for fn in implicit:
             targets.append((("f", fn[1], fn[2]), None, True))
+        for fn in self._callbacks(callees, site, ctx):
+            targets.append((fn, None, False))
         if not targets:
             counts[1 if any(v[0] == "x" for v in callees) else 2] += 1
             return
@@ -1291,6 +1418,51 @@ class Binder:
                     EMPTY if a[0] == "*" else _interesting(self.eval(a, arg_ctx)) for a in site.args
                 ]
             self._flow_args(receiver, bound, site, arg_values, arg_ctx, contrib)
+
+    def _resolve_implicit(
+        self, idx: int, site: CallSite, values: Values, ctx: Ctx, facts: FileFacts, counts: list
+    ) -> None:
+        """`raise E` calls the class E; `for`/`with` call the protocol methods of instances.
+        Counted as call sites only when they reach repository code."""
+        if site.kind == "raise":
+            classes = frozenset(v for v in values if v[0] == "c")
+            targets = {t for t, _receiver, _bound in self.call_targets(classes)}
+        else:
+            opener, closer = _PROTOCOLS[site.kind]
+            targets = set()
+            for v in values:
+                if v[0] not in ("i", "I"):
+                    continue
+                opened = self.attribute(frozenset({v}), opener, ctx)
+                targets |= {("f", fn[1], fn[2]) for fn in opened if fn[0] in ("f", "b")}
+                if site.kind in ("with", "awith"):
+                    on = frozenset({v})
+                else:
+                    on = self.instances(self.call_result(opened, ("c", UNKNOWN, (), ()), ctx))
+                closed = self.attribute(on, closer, ctx) if on else EMPTY
+                targets |= {("f", fn[1], fn[2]) for fn in closed if fn[0] in ("f", "b")}
+        if not targets:
+            return
+        counts[0] += 1
+        for target in targets:
+            facts.calls.setdefault((idx, "call"), set()).add(target)
+            facts.sites[(idx, target)].append(site.span)
+
+    def _callbacks(self, callees: Values, site: CallSite, ctx: Ctx) -> list[Value]:
+        """The functions `map(f, xs)`, `sorted(xs, key=f)` and the like call."""
+        out: list[Value] = []
+        for v in callees:
+            if v[0] != "x" or v[1] not in _CALLBACK_CALLERS:
+                continue
+            keyword = _CALLBACK_CALLERS[v[1]]
+            if keyword is None:
+                handed = [a for a in site.args if a[0] != "*"]
+            else:
+                handed = [e for k, e in site.kwargs if k == keyword]
+            for expr in handed:
+                for fn, _receiver, _bound in self.call_targets(self.eval(expr, ctx)):
+                    out.append(fn)
+        return out
 
     def _flow_args(
         self,
@@ -1433,6 +1605,17 @@ class Binder:
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})
+
+
+def _may_be_callable(value: Expr) -> bool:
+    """`self.x = self.method`, `= callback`, `= lambda ...`: a stored function, by syntax."""
+    return value[0] in ("n", "f") or (value[0] == "a" and value[1][0] == "n")
+
+
+def _nested_in(scopes: Sequence[Scope], idx: int, outer: int) -> bool:
+    while idx > outer:
+        idx = scopes[idx].parent
+    return idx == outer
 
 
 def _merge_contributions(per_scope: dict[int, dict]) -> dict:

@@ -316,7 +316,7 @@ def decorator_reference(
     """`@register` hands the definition to the decorator: a reference, unless the decorator
     only reshapes it (property, staticmethod, functools.wraps, dataclass, ...)."""
     decorated = site.args[0]
-    if decorated[0] != "f":
+    if decorated[0] not in ("f", "dw"):
         return
     if decorator_kind(site.func) != "instance":
         return

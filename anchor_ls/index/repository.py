@@ -853,6 +853,7 @@ def _interface(summary: FileSummary) -> int:
                 else "",
                 repr([(o, a, v) for o, a, v, _ in scope.attr_assigns]),
                 repr(scope.star_imports and [(m, lv) for m, lv, _ in scope.star_imports]),
+                repr(sorted(scope.free_calls)),  # whether it wraps what its decorator was given
             )
         )
     parts.append(repr(summary.all_names))
@@ -880,7 +881,14 @@ def _interface_items(summary: FileSummary) -> set[tuple[str, str]]:
     for scope in scopes:
         tail = scope.qualname.rpartition(".")[2]
         params = [(p.name, p.kind, p.annotation) for p in scope.params]
-        shape = (scope.kind, scope.qualname, scope.decorators, scope.bases, params)
+        shape = (
+            scope.kind,
+            scope.qualname,
+            scope.decorators,
+            scope.bases,
+            params,
+            sorted(scope.free_calls),
+        )
         items.add((tail, show((*shape, scope.returns, scope.return_values, scope.yields))))
         if scope.kind in ("module", "class"):
             items.update((b.name, show((scope.qualname, b.value))) for b in scope.bindings)

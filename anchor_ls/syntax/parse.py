@@ -33,6 +33,29 @@ _CONSTANT_TYPES = frozenset(
 _COMPREHENSIONS = frozenset(
     {"list_comprehension", "set_comprehension", "dictionary_comprehension", "generator_expression"}
 )
+_BUILTIN_ITERATORS = frozenset(
+    {
+        "range",
+        "enumerate",
+        "zip",
+        "reversed",
+        "sorted",
+        "items",
+        "keys",
+        "values",
+        "split",
+        "splitlines",
+        "open",
+        "iter",
+        "map",
+        "filter",
+        "list",
+        "tuple",
+        "set",
+        "dict",
+        "frozenset",
+    }
+)
 _MUTATORS = frozenset({"append", "add", "insert", "extend", "update", "setdefault"})
 _SEQUENCES = frozenset({"list", "tuple", "set", "expression_list", "pattern_list"})
 # Builtins whose arguments are inspected, not kept: passing a class there is no reference.
@@ -64,6 +87,7 @@ def summarize(relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES) -> File
         roots = _recovered_roots(text, tree.root_node)
     for root in roots:
         walker.module(root)
+    _note_free_calls(walker.scopes)
     summary = FileSummary(relpath, walker.scopes, max(line_count, 1), encoding=decoded.encoding)
     summary.all_names = walker.all_names
     summary.constants = walker.constants
@@ -266,6 +290,7 @@ class _Walker:
     def s_for(self, node: Node) -> None:
         right = node.child_by_field_name("right")
         iterable = self.expr(right)
+        self.protocol_call(iterable, right, node, "iter")
         saved = self.blocks
         self.blocks = self.new_block()
         left = node.child_by_field_name("left")
@@ -322,12 +347,27 @@ class _Walker:
                 value = item.child_by_field_name("value")
                 if value is not None and value.type == "as_pattern":
                     entered = self.expr(value.named_children[0])
+                    self.protocol_call(entered, value.named_children[0], node, "with")
                     alias = value.child_by_field_name("alias")
                     if alias is not None:
                         self.target(alias, ("en", entered), node.start_byte)
                 else:
-                    self.expr(value)
+                    self.protocol_call(self.expr(value), value, node, "with")
         self.body_of(node.child_by_field_name("body"))
+
+    def s_raise(self, node: Node) -> None:
+        """`raise E` instantiates the class E: a call of E that the code does not spell."""
+        for i, child in enumerate(node.named_children):
+            value = self.expr(child)
+            if i == 0 and child.type in ("identifier", "attribute"):
+                self.add_call(value, (), (), child, node.start_byte, "raise")
+
+    def protocol_call(self, value: Expr, node: Node | None, statement: Node, kind: str) -> None:
+        """The calls `for`/`with` make without spelling them (`__iter__`, `__enter__`, ...)."""
+        if node is not None and _may_be_instance(value):
+            if any(c.type == "async" for c in statement.children):
+                kind = "a" + kind
+            self.add_call(value, (), (), node, node.start_byte, kind)
 
     def s_match(self, node: Node) -> None:
         for child in node.named_children:
@@ -402,16 +442,15 @@ class _Walker:
         name = self.text(name_node) if name_node is not None else "<anonymous>"
         idx = self.new_scope(kind, name, node, start, name_node)
         scope = self.scopes[idx]
-        for dec in decorators:
-            expr_node = dec.named_children[0] if dec.named_children else None
-            if expr_node is None:
-                continue
+        decorators = [d for d in decorators if d.named_children]
+        for k, dec in enumerate(decorators, 1):
+            expr_node = dec.named_children[0]
             value = self.expr(expr_node)
             scope.decorators.append(value)
             target = expr_node.child_by_field_name("function") if expr_node.type == "call" else None
-            self.add_call(
-                value, (("f", idx),), (), target or expr_node, dec.start_byte, "decorator"
-            )
+            # each decorator gets what the ones below it made of the definition
+            arg = ("dw", idx, k) if k < len(decorators) else ("f", idx)
+            self.add_call(value, (arg,), (), target or expr_node, dec.start_byte, "decorator")
         if kind == "class":
             supers = node.child_by_field_name("superclasses")
             if supers is not None:
@@ -801,7 +840,9 @@ class _Walker:
         body = node.child_by_field_name("body")
         for clause in node.named_children:
             if clause.type == "for_in_clause":
-                iterable = self.expr(clause.child_by_field_name("right"))
+                right = clause.child_by_field_name("right")
+                iterable = self.expr(right)
+                self.protocol_call(iterable, right, clause, "iter")
                 for left in clause.children_by_field_name("left"):
                     self.target(left, ("it", iterable), pos)
         element = UNKNOWN
@@ -865,6 +906,33 @@ def _is_type_variable(value: Expr) -> bool:
     return value[0] == "c" and value[1][-1] in _TYPE_FACTORIES
 
 
+def _note_free_calls(scopes: list[Scope]) -> None:
+    """What each nested function calls by a name of an enclosing function (a wrapper calling
+    what its decorator was given): kept outside the packed bodies for the binder."""
+    for scope in scopes:
+        if scope.parent < 0 or scopes[scope.parent].kind != "function" or not scope.calls:
+            continue
+        called = {c.func[1] for c in scope.calls if c.func[0] == "n"}
+        if called:
+            local = {b.name for b in scope.bindings} | {p.name for p in scope.params}
+            scope.free_calls = frozenset(called - local)
+
+
+def _may_be_instance(value: Expr) -> bool:
+    """Whether iterating or entering value may run repository code: not a literal, not a
+    call of a builtin iterator (`range(n)`, `d.items()`); keeps the summaries small."""
+    tag = value[0]
+    if tag in ("l", "d", "k", "u"):
+        return False
+    if tag == "c":
+        func = value[1]
+        if func[0] == "n":
+            return func[1] not in _BUILTIN_ITERATORS
+        if func[0] == "a":
+            return func[2] not in _BUILTIN_ITERATORS
+    return True
+
+
 def _keyed_base(base: Expr) -> bool:
     """`os.environ[...]`, `environ[...]`, `app.config[...]`: the subscripts dense facts read."""
     if base[0] == "a":
@@ -894,6 +962,7 @@ _STATEMENTS = {
     "try_statement": _Walker.s_try,
     "with_statement": _Walker.s_with,
     "match_statement": _Walker.s_match,
+    "raise_statement": _Walker.s_raise,
     "return_statement": _Walker.s_return,
     "global_statement": _Walker.s_global,
     "nonlocal_statement": _Walker.s_nonlocal,

@@ -12,6 +12,8 @@ Expressions are small tuples (the binder's IR), tagged by their first item:
   ("d", ((key, value), ...))      a dict display
   ("l", (item, ...))              a list, tuple or set display
   ("f", scope)                    a definition (function, class or named lambda) by scope index
+  ("dw", scope, k)                 definition scope as its decorators from the k-th (0 = top) down
+                                  return it (a stacked decorator's argument)
   ("or", (expr, ...))             any of several values (`a or b`, `a if c else b`)
   ("sa", text)                    a string annotation, parsed by the binder
   ("it", expr)                    an element of an iterable (for targets, `*` unpacking)
@@ -54,7 +56,7 @@ class CallSite(NamedTuple):
     span: Span  # the called name, for call-hierarchy ranges
     pos: int
     blocks: tuple[int, ...]
-    kind: str = "call"  # call | decorator | raise
+    kind: str = "call"  # call | decorator | raise | iter | aiter | with | awith (implicit)
 
 
 class Param(NamedTuple):
@@ -99,6 +101,7 @@ class Scope:
     #   "s" `x.environ["K"]` / `x.config["K"]`: expr is the subscript, its key a constant
     uses: Sequence[tuple[str, Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     is_async: bool = False
+    free_calls: frozenset[str] = frozenset()  # names of enclosing functions a nested one calls
 
 
 @dataclass
