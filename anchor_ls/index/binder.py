@@ -257,8 +257,7 @@ class Binder:
     ) -> Values:
         if len(bindings) == 1:  # most names: the one binding reaches every use
             values = self.binding_values(path, idx, bindings[0])
-            added = self.mutation_values(path, idx, name)
-            return _cap(values | added) if added else _cap(values)
+            return _cap(self._mutated(path, idx, name, values, pos, bindings[0].pos))
         key = (path, idx, name, pos, blocks)
         cached = self._lookup_cache.get(key)
         if cached is not None:
@@ -275,8 +274,8 @@ class Binder:
         result: set[Value] = set()
         for binding in chosen:
             result |= self.binding_values(path, idx, binding)
-        result |= self.mutation_values(path, idx, name)
-        values = _cap(result)
+        after = min(b.pos for b in chosen)
+        values = _cap(self._mutated(path, idx, name, frozenset(result), pos, after))
         self._lookup_cache[key] = values
         return values
 
@@ -300,22 +299,37 @@ class Binder:
         self._binding_values[key] = (binding, values)
         return values
 
-    def mutation_values(self, path: str, idx: int, name: str) -> Values:
-        """What `x[k] = v`, `x.append(v)`, `x.update(...)` anywhere in the file add to x."""
+    def _mutated(
+        self, path: str, idx: int, name: str, values: Values, pos: int | None, after: int
+    ) -> Values:
+        """values of x (bound at `after` in scope idx) with what `x[k] = v`, `x.append(v)`,
+        `x.update(...)` anywhere in the file add to it, read at pos (None: final state).
+
+        A plain `x["k"] = v` in x's own scope between its binding and the read replaces the
+        value of "k" (the last one wins); every other mutation only adds."""
         table = self._mutations.get(path)
         if table is None:
             table = self._mutations[path] = self._collect_mutations(path)
         found = table.get((idx, name))
         if not found:
-            return EMPTY
+            return values
         key = ("mut", path, idx, name)
         if key in self._in_progress:
-            return EMPTY
+            return values
+        last: dict[str, int] = {}  # replaced key -> where it was last set
+        for added, scope_idx, at, replaces in found:
+            if replaces and scope_idx == idx and at > after and (pos is None or at < pos):
+                for k in _set_keys(added):
+                    last[k] = max(last.get(k, at), at)
         self._in_progress.add(key)
-        out: set[Value] = set()
+        out = set(_without_keys(values, last)) if last else set(values)
         try:
-            for added, scope_idx, pos in found:
-                out |= self.eval(added, Ctx(path, scope_idx, pos))
+            for added, scope_idx, at, replaces in found:
+                got = self.eval(added, Ctx(path, scope_idx, at))
+                if last:
+                    stale = {k: p for k, p in last.items() if p != at} if replaces else last
+                    got = _without_keys(got, stale)
+                out |= got
         finally:
             self._in_progress.discard(key)
         return frozenset(out)
@@ -324,10 +338,10 @@ class Binder:
         scopes = self.summaries[path].scopes
         table: dict[tuple[int, str], list] = defaultdict(list)
         for s_idx, scope in enumerate(scopes):
-            for name, added, pos in scope.mutations:
+            for name, added, pos, replaces in scope.mutations:
                 owner = self._binding_scope(path, s_idx, name)
                 if owner is not None:
-                    table[(owner, name)].append((added, s_idx, pos))
+                    table[(owner, name)].append((added, s_idx, pos, replaces))
         return table
 
     def _binding_scope(self, path: str, idx: int, name: str) -> int | None:
@@ -426,7 +440,7 @@ class Binder:
             for key, val in expr[1]:
                 vals = self.eval(val, ctx)
                 if vals:
-                    keyed[str(key[1]) if key[0] == "k" else "*"] |= vals
+                    keyed[_dict_key(key[1]) if key[0] == "k" else "*"] |= vals
             if not keyed:
                 return EMPTY
             return frozenset({("D", tuple(sorted((k, frozenset(v)) for k, v in keyed.items())))})
@@ -491,7 +505,7 @@ class Binder:
             if base[0] == "L":
                 out |= base[1]
             elif base[0] == "D":
-                wanted = str(key[1]) if key[0] == "k" else None
+                wanted = _dict_key(key[1]) if key[0] == "k" else None
                 for k, vals in base[1]:
                     if wanted is None or k in (wanted, "*"):
                         out |= vals
@@ -1605,6 +1619,32 @@ class Binder:
 
     def forget_contribution(self, path: str) -> set[tuple[str, int]]:
         return self.set_contribution(path, {})
+
+
+def _set_keys(added: Expr) -> list[str]:
+    """The constant keys a dict display sets."""
+    if added[0] != "d":
+        return []
+    return [_dict_key(k[1]) for k, _v in added[1] if k[0] == "k"]
+
+
+def _without_keys(values: Values, keys: dict[str, int] | set[str]) -> Values:
+    """values with the entries of keys dropped from their dicts."""
+    out: set[Value] = set()
+    for v in values:
+        if v[0] == "D":
+            kept = tuple(item for item in v[1] if item[0] not in keys)
+            if kept:
+                out.add(("D", kept))
+        else:
+            out.add(v)
+    return frozenset(out)
+
+
+def _dict_key(key: str | int) -> str:
+    """A constant dict key as the binder's dict values hold it (str keys double as keyword
+    names for `f(**d)`; an int key never matches a str one)."""
+    return key if isinstance(key, str) else f"#{key}"
 
 
 def _may_be_callable(value: Expr) -> bool:

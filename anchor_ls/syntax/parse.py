@@ -633,8 +633,14 @@ class _Walker:
             base = node.child_by_field_name("value")
             keys = node.children_by_field_name("subscript")
             key = self.expr(keys[0]) if keys else UNKNOWN
+            added: Expr = ("d", ((key, value),))
+            replaces = key[0] == "k"
+            while base is not None and base.type == "subscript":  # d["a"]["b"] = v
+                keys = base.children_by_field_name("subscript")
+                added = ("d", ((self.expr(keys[0]) if keys else UNKNOWN, added),))
+                base, replaces = base.child_by_field_name("value"), False
             if base is not None and base.type == "identifier":
-                self.mutate(self.text(base), ("d", ((key, value),)), pos)
+                self.mutate(self.text(base), added, pos, replaces)
             else:
                 self.expr(node)
         else:
@@ -666,7 +672,7 @@ class _Walker:
         if handler is not None:
             return handler(self, node)
         if t in _CONSTANT_TYPES:
-            return ("k", self.text(node)) if t == "integer" else UNKNOWN
+            return ("k", _integer(self.text(node))) if t == "integer" else UNKNOWN
         if t in _COMPREHENSIONS:
             return self.comprehension(node)
         if t in _SEQUENCES:
@@ -711,8 +717,10 @@ class _Walker:
         self.add_call(func, targs, tkwargs, span_node or node, node.start_byte, "call")
         return ("c", func, targs, tkwargs)
 
-    def mutate(self, name: str, added: Expr, pos: int) -> None:
-        self.scope.mutations.append((name, added, pos))
+    def mutate(self, name: str, added: Expr, pos: int, replaces: bool = False) -> None:
+        """replaces: `d[k] = v` or `d.update(...)` with constant keys, not under a condition
+        or loop: the keys' earlier values are gone after it."""
+        self.scope.mutations.append((name, added, pos, replaces and not self.blocks))
 
     def mutation_call(
         self,
@@ -733,10 +741,10 @@ class _Walker:
             self.mutate(name, ("d", ((args[0], args[1]),)), pos)
         elif method == "update":
             for arg in args:
-                self.mutate(name, arg, pos)
+                self.mutate(name, arg, pos, arg[0] == "d")
             pairs = tuple((("k", k), v) for k, v in kwargs if k != "**")
             if pairs:
-                self.mutate(name, ("d", pairs), pos)
+                self.mutate(name, ("d", pairs), pos, True)
 
     def add_call(
         self,
@@ -916,6 +924,14 @@ def _note_free_calls(scopes: list[Scope]) -> None:
         if called:
             local = {b.name for b in scope.bindings} | {p.name for p in scope.params}
             scope.free_calls = frozenset(called - local)
+
+
+def _integer(text: str) -> int | str:
+    """An int literal's value (`d[1]` and `d["1"]` are different keys); odd forms stay text."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text
 
 
 def _may_be_instance(value: Expr) -> bool:

@@ -90,8 +90,9 @@ class Scope:
     attr_assigns: list[tuple[Expr, str, Expr, int]] = field(default_factory=list)
     # attribute reads (expr, span, pos, blocks): a read of a property calls its getter
     attr_reads: Sequence[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
-    # (name, added expr, pos): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x holds
-    mutations: list[tuple[str, Expr, int]] = field(default_factory=list)
+    # (name, added expr, pos, replaces): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x
+    # holds; replaces: the constant keys it sets lose their earlier values (see parse.mutate)
+    mutations: list[tuple[str, Expr, int, bool]] = field(default_factory=list)
     global_names: frozenset[str] = frozenset()  # `global x` (shared empty default: most scopes)
     star_imports: list[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
     # Value uses for the dense facts, (tag, expr, span, pos, blocks); tag:
