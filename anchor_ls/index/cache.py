@@ -12,6 +12,7 @@ import hashlib
 import os
 import pickle
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 import platformdirs
@@ -127,15 +128,18 @@ class Cache:
             return None
         return state, parts
 
-    def store_graph(self, fingerprint: str, state: object, parts: dict[str, bytes]) -> None:
-        """The graph's state (small, pickled here) and its parts (pickled already, a row
-        each: one blob of it all would be copied twice more on the way in)."""
+    def store_graph(
+        self, fingerprint: str, state: object, parts: Iterable[tuple[str, bytes]]
+    ) -> None:
+        """The graph's state (small, pickled here) and its parts (key, pickled blob), a row
+        each, written as they come: one blob of it all would be copied twice more on the way
+        in."""
         blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         with contextlib.suppress(sqlite3.DatabaseError), self.db:
             self.db.execute("DELETE FROM graph")
             self.db.execute("DELETE FROM graph_parts")
             self.db.execute("INSERT INTO graph VALUES (?, ?)", (fingerprint, blob))
-            self.db.executemany("INSERT INTO graph_parts VALUES (?, ?)", parts.items())
+            self.db.executemany("INSERT INTO graph_parts VALUES (?, ?)", parts)
 
     def load_derived(self, name: str, fingerprint: str) -> bytes | None:
         """What a layer above stored for the graph of this fingerprint, if it is that one."""

@@ -76,25 +76,25 @@ class Scope:
     end_line: int
     start_line: int  # first decorator line
     name_span: Span
-    decorators: list[Expr] = field(default_factory=list)
-    bases: list[Expr] = field(default_factory=list)
+    decorators: Sequence[Expr] = field(default_factory=list)
+    bases: Sequence[Expr] = field(default_factory=list)
     metaclass: Expr | None = None
-    params: list[Param] = field(default_factory=list)
+    params: Sequence[Param] = field(default_factory=list)
     returns: Expr | None = None  # return annotation
-    bindings: list[Binding] = field(default_factory=list)
+    bindings: Sequence[Binding] = field(default_factory=list)
     # The body: read only when this file itself is resolved (see pack_bodies).
     calls: Sequence[CallSite] = field(default_factory=list)
-    return_values: list[Expr] = field(default_factory=list)
-    yields: list[Expr] = field(default_factory=list)
+    return_values: Sequence[Expr] = field(default_factory=list)
+    yields: Sequence[Expr] = field(default_factory=list)
     # (object expr, attribute, value expr, pos): `self.x = v`, `obj.attr = v`
-    attr_assigns: list[tuple[Expr, str, Expr, int]] = field(default_factory=list)
+    attr_assigns: Sequence[tuple[Expr, str, Expr, int]] = field(default_factory=list)
     # attribute reads (expr, span, pos, blocks): a read of a property calls its getter
     attr_reads: Sequence[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     # (name, added expr, pos, replaces): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x
     # holds; replaces: the constant keys it sets lose their earlier values (see parse.mutate)
-    mutations: list[tuple[str, Expr, int, bool]] = field(default_factory=list)
+    mutations: Sequence[tuple[str, Expr, int, bool]] = field(default_factory=list)
     global_names: frozenset[str] = frozenset()  # `global x` (shared empty default: most scopes)
-    star_imports: list[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
+    star_imports: Sequence[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
     # Value uses for the dense facts, (tag, expr, span, pos, blocks); tag:
     #   "r" a name or attribute used as a value (an argument, a container item, an
     #       attribute or class-level assignment, a default, a return value): a reference
@@ -133,7 +133,23 @@ def pack_bodies(summary: FileSummary) -> FileSummary:
         )
         for scope in summary.scopes:
             scope.calls = scope.attr_reads = scope.uses = ()
+            for name in _GROWN:  # done growing: tuples are smaller, and most are the empty one
+                setattr(scope, name, tuple(getattr(scope, name)))
     return summary
+
+
+# The Scope fields the parser appends to.
+_GROWN = (
+    "decorators",
+    "bases",
+    "params",
+    "bindings",
+    "return_values",
+    "yields",
+    "attr_assigns",
+    "mutations",
+    "star_imports",
+)
 
 
 def scope_bodies(summary: FileSummary) -> list[Body]:
