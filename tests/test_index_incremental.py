@@ -400,3 +400,94 @@ def test_class_edits_keep_self_dispatch_and_hierarchy_fresh(tmp_path: Path) -> N
         owner = "more.py:More.hook" if rel == "more.py" else "sub.py:Sub.hook"
         assert (owner in hooks) is linked, (rel, text)
         assert index.graph.to_json() == fresh_json(root), (rel, text)
+
+
+BODIES = """\
+import os
+
+
+def helper():
+    return 1
+
+
+def other():
+    return 2
+
+
+class Runner:
+    def __init__(self):
+        self.step = helper
+
+    def run(self):
+        value = helper()
+
+        def inner():
+            return value + other()
+
+        return inner()
+
+    def last(self):
+        return self.step()
+
+
+def tail():
+    return other()
+"""
+
+
+def all_sites(index: Index) -> dict[tuple[str, str, str], list]:
+    return {
+        (e.kind, e.src, e.dst): index.graph.sites(e.src, e.dst, e.kind) for e in index.graph.edges()
+    }
+
+
+def test_edits_inside_bodies_resolve_only_what_they_touch_and_equal_a_fresh_build(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mod.py").write_text(BODIES, encoding="utf-8")
+    idx = Index(tmp_path, use_cache=False)
+    idx.build()
+    steps: list[Callable[[str], str]] = [
+        # a call added mid-file: later scopes only move down a line
+        lambda s: s.replace(
+            "        value = helper()\n", "        value = helper()\n        other()\n"
+        ),
+        # lines inserted above everything in a body, none of its code changed
+        lambda s: s.replace("def helper():\n", "def helper():\n    # note\n\n"),
+        # a local name the nested function reads now holds something else
+        lambda s: s.replace("        value = helper()\n", "        value = other\n"),
+        lambda s: s.replace(
+            "        def inner():\n", "        def inner():\n            helper()\n"
+        ),
+        # a new block (its numbering moves the blocks of the scopes below)
+        lambda s: s.replace(
+            "    return other()\n", "    if os.sep:\n        helper()\n    return other()\n"
+        ),
+        # an import inside a function: the whole file again
+        lambda s: s.replace(
+            "    def last(self):\n", "    def last(self):\n        import os.path\n"
+        ),
+        # module-level code
+        lambda s: s + "\ntail()\n",
+        # a call removed
+        lambda s: s.replace("        other()\n", "", 1),
+    ]
+    seen_partial = []
+    original = idx.binder.resolve_file
+
+    def spy(path, scopes=None, previous=None):
+        seen_partial.append(scopes is not None and previous is not None)
+        return original(path, scopes, previous)
+
+    idx.binder.resolve_file = spy  # type: ignore[method-assign]
+    first_partial = []
+    for change in steps:
+        seen_partial.clear()
+        edit(idx, "mod.py", change)
+        first_partial.append(seen_partial[0])
+        fresh = Index(tmp_path, use_cache=False)
+        fresh.build()
+        assert idx.graph.to_json() == fresh.graph.to_json()
+        assert all_sites(idx) == all_sites(fresh)
+    # the body edits were resolved scope by scope, the import and module edits whole
+    assert first_partial == [True, True, True, True, True, False, False, True]

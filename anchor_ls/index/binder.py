@@ -1242,6 +1242,11 @@ class Binder:
         """The argument values of paths' scopes, for adopt() in another process."""
         return {path: self._scope_contrib[path] for path in paths}
 
+    def knows_scopes(self, path: str) -> bool:
+        """Whether path's argument values are known scope by scope (it was resolved here,
+        or in a worker that sent them), so that some of its scopes can be resolved alone."""
+        return path in self._scope_contrib
+
     def adopt(self, per_scope: dict[str, dict[int, dict]]) -> None:
         """Take the per-scope argument values of files another process resolved."""
         self._scope_contrib.update(per_scope)

@@ -14,12 +14,14 @@ import threading
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from anchor_ls import __version__
 from anchor_ls.index import facts as factlib
 from anchor_ls.index.binder import Binder
+from anchor_ls.index.bodies import BodyEdit, body_edit, first_changed_line, moved
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
@@ -29,7 +31,7 @@ from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.parse import summarize
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
-from anchor_ls.syntax.summary import FileSummary, pack_bodies
+from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies, scope_bodies
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
@@ -73,6 +75,7 @@ class Index:
         self._sources: dict[str, bytes] = {}
         self._hashes: dict[str, str] = {}
         self._facts: dict[str, FileFacts] = {}
+        self._interface_memo: dict[str, tuple[FileSummary, int]] = {}
         self._ids: dict[str, list[str]] = {}
         # After a warm start: (paths, pickled resolution state: facts by file and argument
         # facts, site counts, hashes) until needed.
@@ -341,7 +344,7 @@ class Index:
         with self.lock, _gc_paused():
             self._built = None
             try:
-                summary = pack_bodies(summarize(relpath, data, limit=self.max_file_bytes))
+                summary = summarize(relpath, data, limit=self.max_file_bytes)
             except UnreadableSource as err:
                 self._problem(relpath, err.kind, str(err))
                 return self._remove(relpath)
@@ -350,9 +353,14 @@ class Index:
                 return self._remove(relpath)
             self.problems.pop(relpath, None)
             self._note_summary_problems(summary)
+            before = self._sources.get(relpath)
             self._sources[relpath] = data
             self._hashes[relpath] = content_hash(data)
-            return self._replace(summary)
+            if before is None:
+                return self._replace(pack_bodies(summary))
+            changed = (first_changed_line(before, data), data.count(b"\n") - before.count(b"\n"))
+            bodies = scope_bodies(summary)  # read here, before they are packed
+            return self._replace(pack_bodies(summary), (bodies, *changed))
 
     def reload_file(self, relpath: str) -> set[str]:
         """Re-read one file from disk (a removal when it is gone)."""
@@ -386,16 +394,21 @@ class Index:
         self._hashes.pop(relpath, None)
         self._facts.pop(relpath, None)
         self._ids.pop(relpath, None)
+        self._interface_memo.pop(relpath, None)
         with self.graph.lock:
             self.graph.drop_file(relpath)
         redo = (dependents | {fn[0] for fn in grown}) - {relpath}
         return {relpath} | before | self._reresolve(redo)
 
-    def _replace(self, summary: FileSummary) -> set[str]:
+    def _replace(
+        self, summary: FileSummary, edited: tuple[list[Body], int, int] | None = None
+    ) -> set[str]:
+        """edited: the new bodies, first line changed and lines added, for an edit of a
+        file the index held (see bodies.body_edit)."""
         self.ensure_engine()
         rel = summary.path
         old = self.binder.summaries.get(rel)
-        interface_changed = old is None or _interface(old) != _interface(summary)
+        interface_changed = old is None or self._interface_of(old) != self._interface_of(summary)
         dependents = self._dependents(rel, interface_changed) if old is not None else set()
         if old is None:
             dependents = self._all_importers_of_new(rel)
@@ -425,6 +438,9 @@ class Index:
                 changed = {n.decode() for n in names}
                 linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
+        edit = None
+        if edited and old and not interface_changed and self.binder.knows_scopes(rel):
+            edit = body_edit(old, summary, *edited)
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed)
         if interface_changed:
@@ -432,10 +448,19 @@ class Index:
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
             self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-        changed = self._reresolve({rel} | dependents)
+        changed = self._reresolve({rel} | dependents, {rel: edit} if edit else {})
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
         return {rel} | before | changed
+
+    def _interface_of(self, summary: FileSummary) -> int:
+        """_interface, kept for the summary the index holds (the next edit compares to it)."""
+        held = self._interface_memo.get(summary.path)
+        if held is not None and held[0] is summary:
+            return held[1]
+        value = _interface(summary)
+        self._interface_memo[summary.path] = (summary, value)
+        return value
 
     def _dispatching_into(self, rel: str, changed: set[str]) -> set[str]:
         """Refresh the class tables of the changed files; the files of the ancestors of a
@@ -492,8 +517,11 @@ class Index:
                 grown |= self.binder.set_contribution(src, kept)
         return (sources | {fn[0] for fn in grown}) - {rel}
 
-    def _reresolve(self, paths: set[str]) -> set[str]:
-        """Resolve files again until argument flow settles; returns files whose tags moved."""
+    def _reresolve(self, paths: set[str], edits: dict[str, BodyEdit] | None = None) -> set[str]:
+        """Resolve files again until argument flow settles; returns files whose tags moved.
+
+        edits: files whose first resolution here needs only the scopes an edit touched."""
+        edits = dict(edits or {})
         touched: set[str] = set()
         todo = sorted(p for p in paths if p in self.binder.summaries)
         resolved: set[str] = set()
@@ -505,7 +533,12 @@ class Index:
             for rel in todo:
                 if is_test_path(rel) and rel not in calls_before:
                     calls_before[rel] = self._scope_calls(rel)
-                facts, contrib = self.binder.resolve_file(rel)
+                edit, previous = edits.pop(rel, None), self._facts.get(rel)
+                if edit is not None and previous is not None:
+                    previous.move_lines(partial(moved, line=edit.line, delta=edit.delta))
+                    facts, contrib = self.binder.resolve_file(rel, edit.redo, previous)
+                else:
+                    facts, contrib = self.binder.resolve_file(rel)
                 self._facts[rel] = facts
                 grown |= self.binder.set_contribution(rel, contrib)
                 touched |= self._apply_edges(rel)

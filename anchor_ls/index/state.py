@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from anchor_ls.syntax.summary import Span
@@ -59,6 +60,12 @@ class FileFacts:
                 del table[key]
         for idx in scopes:
             self.counts.pop(idx, None)
+
+    def move_lines(self, moved: Callable[[Span], Span]) -> None:
+        """The file's text moved (an edit added or removed lines): every span follows."""
+        for table in (self.sites, self.refs, self.dense):
+            for key, spans in table.items():
+                table[key] = [moved(span) for span in spans]
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """File path's scopes moved (old index -> new): rename the values that name them."""

@@ -921,9 +921,16 @@ def _note_free_calls(scopes: list[Scope]) -> None:
         if scope.parent < 0 or scopes[scope.parent].kind != "function" or not scope.calls:
             continue
         called = {c.func[1] for c in scope.calls if c.func[0] == "n"}
-        if called:
-            local = {b.name for b in scope.bindings} | {p.name for p in scope.params}
-            scope.free_calls = frozenset(called - local)
+        if not called:
+            continue
+        called -= {b.name for b in scope.bindings} | {p.name for p in scope.params}
+        outer: set[str] = set()
+        up = scope.parent
+        while up >= 0 and scopes[up].kind == "function":
+            outer |= {b.name for b in scopes[up].bindings} | {p.name for p in scopes[up].params}
+            up = scopes[up].parent
+        if called & outer:
+            scope.free_calls = frozenset(called & outer)
 
 
 def _integer(text: str) -> int | str:

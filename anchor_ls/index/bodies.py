@@ -1,0 +1,88 @@
+"""Which scopes an edit inside bodies touched, so that only they are resolved again.
+
+An edit that leaves a file's definitions as they were (its interface) changes the
+bodies of a few scopes; every scope below it only moves down or up by some lines.
+Resolving a 100 KB file again costs about 100 ms; its edited function alone, a few.
+"""
+
+from __future__ import annotations
+
+from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, scope_bodies
+
+_IMPORTS = ("im", "ima", "if")
+
+
+class BodyEdit:
+    """The scopes to resolve again; every other span at or below `line` moves by `delta`."""
+
+    __slots__ = ("delta", "line", "redo")
+
+    def __init__(self, redo: set[int], line: int, delta: int) -> None:
+        self.redo = redo
+        self.line = line
+        self.delta = delta
+
+
+def body_edit(
+    old: FileSummary, new: FileSummary, new_bodies: list[Body], line: int, delta: int
+) -> BodyEdit | None:
+    """What an edit changed in the scopes of a file whose definitions stayed the same,
+    given the first line it changed and the lines it added (negative: removed); None when
+    the whole file must be resolved again (imports inside a function changed, a `global`
+    is involved)."""
+    if len(old.scopes) != len(new.scopes):
+        return None
+    old_bodies = scope_bodies(old)
+    redo: set[int] = set()
+    for i, (was, now) in enumerate(zip(old.scopes, new.scopes, strict=True)):
+        if _shape(was, old_bodies[i], line, delta) == _shape(now, new_bodies[i], line, 0):
+            continue
+        if _global_or_imports(was) or _global_or_imports(now):
+            return None
+        redo.add(i)
+    # A scope's names are seen by the functions nested in it.
+    scopes = new.scopes
+    for i in range(len(scopes)):
+        parent = scopes[i].parent
+        while parent >= 0 and parent not in redo:
+            parent = scopes[parent].parent
+        if parent >= 0:
+            redo.add(i)
+    return BodyEdit(redo, line, delta)
+
+
+def _shape(scope: Scope, body: Body, line: int, delta: int) -> tuple:
+    """A scope's body and local names without byte offsets, lines from `line` on moved."""
+    calls, attr_reads, uses = body
+    return (
+        [(c.func, c.args, c.kwargs, moved(c.span, line, delta), c.blocks, c.kind) for c in calls],
+        [(expr, moved(span, line, delta), blocks) for expr, span, _pos, blocks in attr_reads],
+        [(t, expr, moved(span, line, delta), blocks) for t, expr, span, _pos, blocks in uses],
+        [(b.name, b.value, b.blocks) for b in scope.bindings],
+        [(name, added, replaces) for name, added, _pos, replaces in scope.mutations],
+    )
+
+
+def moved(span: Span, line: int, delta: int) -> Span:
+    """A span of the text before an edit, in the text after it (outside what it changed)."""
+    if not delta or span[2] < line:
+        return span
+    if span[0] >= line:
+        return (span[0] + delta, span[1], span[2] + delta, span[3])
+    return (span[0], span[1], span[2] + delta, span[3])
+
+
+def _global_or_imports(scope: Scope) -> bool:
+    return bool(scope.global_names) or any(b.value[0] in _IMPORTS for b in scope.bindings)
+
+
+def first_changed_line(old: bytes, new: bytes) -> int:
+    """The 0-based line of the first byte where two texts differ."""
+    lo, hi = 0, min(len(old), len(new))
+    while lo < hi:  # the longest common prefix, by halves (memcmp, not a byte loop)
+        mid = (lo + hi + 1) // 2
+        if old[lo:mid] == new[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return old.count(b"\n", 0, lo)
