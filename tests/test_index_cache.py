@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import ctypes
 import json
+import multiprocessing
+import multiprocessing.queues
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from anchor_ls.index import CALLS, Index
-from anchor_ls.index.cache import FILE_NAME, SCHEMA
+from anchor_ls.index.cache import FILE_NAME, SCHEMA, Cache
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
@@ -298,3 +301,31 @@ def test_two_processes_building_on_one_cache(tmp_path: Path) -> None:
     third = build(root, cache_dir=cache)
     assert third.stats().reparsed == 0
     assert third.graph.to_json() == expected
+
+
+def _open_and_report(folder: str, go: Any, out: multiprocessing.queues.Queue) -> None:
+    go.wait()
+    out.put(Cache(Path(folder)).warning)
+
+
+def test_processes_opening_one_new_cache_at_once_never_take_it_for_broken(tmp_path: Path) -> None:
+    """Switching a new file to WAL needs it alone for a moment: the others wait for it,
+    they never delete it as unreadable (each used to, now and then, under another's feet)."""
+    fork = multiprocessing.get_context("fork")
+    for trial in range(20):
+        folder = tmp_path / f"cache{trial}"
+        go, out = fork.Event(), fork.Queue()
+        procs = [
+            fork.Process(target=_open_and_report, args=(str(folder), go, out)) for _ in range(6)
+        ]
+        for proc in procs:
+            proc.start()
+        go.set()  # all at once
+        warnings = [out.get(timeout=60) for _ in procs]
+        for proc in procs:
+            proc.join(timeout=60)
+            assert proc.exitcode == 0
+        assert warnings == [None] * 6
+        with sqlite3.connect(folder / FILE_NAME) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        conn.close()

@@ -12,6 +12,7 @@ import hashlib
 import os
 import pickle
 import sqlite3
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,6 +34,15 @@ def _engine_digest() -> str:
 
 SCHEMA = f"anchor-ls {__version__} cache 2 engine {_engine_digest()}"
 FILE_NAME = "index.sqlite3"
+
+
+_BUSY_WAIT = 30.0  # seconds, as the busy timeout of every statement
+_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+
+
+def _busy(err: sqlite3.DatabaseError) -> bool:
+    """Locked by another connection for now: nothing wrong with the file."""
+    return getattr(err, "sqlite_errorcode", None) in _BUSY_CODES or "locked" in str(err)
 
 
 def content_hash(data: bytes) -> str:
@@ -63,15 +73,36 @@ class Cache:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / FILE_NAME
         self.warning: str | None = None
-        try:
-            self.db = self._open()
-        except sqlite3.DatabaseError as err:
-            self.warning = f"cache {self.path} was unreadable ({err}); rebuilt"
-            self._remove()
-            self.db = self._open()
+        waited = 0.0
+        while True:
+            try:
+                self.db = self._open()
+                return
+            except sqlite3.DatabaseError as err:
+                if not _busy(err):
+                    self.warning = f"cache {self.path} was unreadable ({err}); rebuilt"
+                    break
+                if waited >= _BUSY_WAIT:
+                    self.warning = f"cache {self.path} stayed locked by another process; unused"
+                    self.db = self._open(":memory:")
+                    return
+            # Another process is setting the file up (WAL needs it alone for a moment).
+            time.sleep(0.05)
+            waited += 0.05
+        self._remove()
+        self.db = self._open()
 
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+    def _open(self, where: str | None = None) -> sqlite3.Connection:
+        db = sqlite3.connect(where or self.path, timeout=30, check_same_thread=False)
+        try:
+            self._set_up(db)
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    @staticmethod
+    def _set_up(db: sqlite3.Connection) -> None:
         db.execute("PRAGMA busy_timeout = 30000")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -92,7 +123,6 @@ class Cache:
             "CREATE TABLE IF NOT EXISTS derived (name TEXT PRIMARY KEY, key TEXT, blob BLOB)"
         )
         db.execute("SELECT count(*) FROM summaries").fetchone()
-        return db
 
     def _remove(self) -> None:
         for suffix in ("", "-wal", "-shm"):
