@@ -35,7 +35,7 @@ from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies, scope_bodie
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
-_MAX_ROUNDS = 6  # argument facts flow one call deeper per round
+_MAX_ROUNDS = 4  # argument facts flow one call deeper per round
 _PARALLEL_MIN_FILES = 64
 _SERVED_MIN_FILES = 200  # spawning workers (about a second) is worth it from about here
 
