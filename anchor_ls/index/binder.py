@@ -61,7 +61,6 @@ _CALLBACK_CALLERS = {
     "builtins.min": "key",
     "builtins.max": "key",
 }
-_MAX_ROUNDS = 4
 _MAX_FLOWED = 6
 _MAX_VALUES = 64
 
