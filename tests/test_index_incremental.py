@@ -491,3 +491,33 @@ def test_edits_inside_bodies_resolve_only_what_they_touch_and_equal_a_fresh_buil
         assert all_sites(idx) == all_sites(fresh)
     # the body edits were resolved scope by scope, the import and module edits whole
     assert first_partial == [True, True, True, True, True, False, False, True]
+
+
+def test_after_a_warm_start_a_body_edit_also_resolves_only_its_scopes(tmp_path: Path) -> None:
+    """The cache keeps the argument values scope by scope, so the first edit after a warm
+    start needs no whole-file resolution either."""
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    root.mkdir()
+    (root / "mod.py").write_text(BODIES, encoding="utf-8")
+    Index(root, cache_dir=cache).build()
+    warm = Index(root, cache_dir=cache)
+    assert warm.build().reparsed == 0
+    warm.ensure_engine()
+    partial = []
+    original = warm.binder.resolve_file
+
+    def spy(path, scopes=None, previous=None):
+        partial.append(scopes is not None and previous is not None)
+        return original(path, scopes, previous)
+
+    warm.binder.resolve_file = spy  # type: ignore[method-assign]
+    edit(
+        warm,
+        "mod.py",
+        lambda s: s.replace("    return other()\n", "    helper()\n    return other()\n"),
+    )
+    assert partial[0]
+    fresh = Index(root, use_cache=False)
+    fresh.build()
+    assert warm.graph.to_json() == fresh.graph.to_json()
+    assert all_sites(warm) == all_sites(fresh)

@@ -1259,6 +1259,16 @@ class Binder:
         """The argument values of paths' scopes, for adopt() in another process."""
         return {path: self._scope_contrib[path] for path in paths}
 
+    def passed_by_scope(self) -> dict[str, dict[int, dict]]:
+        """The argument values each scope of each file passes (a cache keeps them)."""
+        return self._scope_contrib
+
+    def restore_passed(self, per_file: dict[str, dict[int, dict]]) -> None:
+        """Take back what passed_by_scope() gave, as if every file had been resolved here."""
+        self._scope_contrib.update(per_file)
+        for path, per_scope in per_file.items():
+            self.set_contribution(path, _merge_contributions(per_scope))
+
     def knows_scopes(self, path: str) -> bool:
         """Whether path's argument values are known scope by scope (it was resolved here,
         or in a worker that sent them), so that some of its scopes can be resolved alone."""

@@ -663,7 +663,7 @@ class Index:
         state = {
             "paths": sorted(self.binder.summaries),
             "counts": (stats.resolved_binder, stats.external, stats.unresolved),
-            "contrib": _dump(self.binder._contrib),
+            "contrib": _dump(self.binder.passed_by_scope()),
             "problems": self.problems,
             "stats": self._stats,
         }
@@ -739,8 +739,7 @@ class Index:
             return
         self.binder = Binder()
         self.binder.set_files(summaries, self.root.name)
-        for rel, passed in contrib.items():
-            self.binder.set_contribution(rel, passed)
+        self.binder.restore_passed(contrib)
         self._facts = facts
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
         self.binder.warm()
