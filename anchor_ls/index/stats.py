@@ -16,7 +16,6 @@ class IndexStats:
     edges: dict[str, int] = field(default_factory=dict)
     call_sites: int = 0
     resolved_binder: int = 0
-    resolved_jedi: int = 0
     external: int = 0
     unresolved: int = 0
     mean_out_degree: float = 0.0
