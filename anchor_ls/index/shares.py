@@ -24,6 +24,7 @@ from anchor_ls.index.state import FileFacts
 from anchor_ls.syntax.summary import FileSummary
 
 SHARES = 2
+FORGET_EVERY = 250  # files: what a share evaluated is the bulk of a build's peak memory
 MIN_FILES = 64  # below this one share: a second process would cost more than it saves
 
 # (relpath, facts, argument values the file passes)
@@ -114,10 +115,12 @@ class Shares:
             if got is None:
                 if i:
                     self.binder.forget_values()
-                for rel, scopes in part.items():
+                for n, (rel, scopes) in enumerate(part.items(), 1):
                     out.append((rel, *self.binder.resolve_file(rel, scopes, facts.get(rel))))
                     if on_file:
                         on_file(rel)
+                    if n % FORGET_EVERY == 0:
+                        self.binder.forget_values()
                 continue
             resolved_there, per_scope = got
             self.binder.adopt(per_scope)
@@ -171,8 +174,10 @@ def _round(passed: list[tuple[str, dict]], todo: Todo, previous: dict[str, FileF
             binder.set_contribution(rel, contrib)
         binder.forget_values()
     out = []
-    for rel, scopes in todo.items():
+    for n, (rel, scopes) in enumerate(todo.items(), 1):
         out.append((rel, *binder.resolve_file(rel, scopes, previous.get(rel))))
+        if n % FORGET_EVERY == 0:
+            binder.forget_values()
     per_scope = binder.scope_contributions(todo)
     return pickle.dumps((out, per_scope), protocol=pickle.HIGHEST_PROTOCOL)
 
