@@ -1253,6 +1253,7 @@ class Binder:
                 target = self.modules.resolve(module, level, path)
                 if target is not None and target in self.summaries:
                     facts.imports.add(target)
+        facts.freeze()
         return facts, _merge_contributions(per_scope)
 
     def scope_contributions(self, paths: Iterable[str]) -> dict[str, dict[int, dict]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -89,7 +89,7 @@ class Graph:
         self._out: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
         self._in: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
         # edge -> where in src's file it is made (call sites, references, reads).
-        self._sites: dict[Edge, list[Span]] = {}
+        self._sites: dict[Edge, Sequence[Span]] = {}
         # relpath -> edges whose facts come from that file (its sources).
         self._file_edges: dict[str, tuple[Edge, ...]] = {}
 
@@ -187,7 +187,7 @@ class Graph:
             self._sites.update(sites)
         else:
             for key, spans in sites.items():
-                self._sites[key] = sorted(set(spans))
+                self._sites[key] = tuple(sorted(set(spans)))
 
     def file_edges(self, relpath: str) -> frozenset[Edge]:
         return frozenset(self._file_edges.get(relpath, ()))

@@ -800,7 +800,7 @@ def _scopes_by_file(
     wanted = {("f", path, idx) for path, idx in fns}
     for rel, file_facts in facts.items():
         for (idx, _kind), targets in file_facts.calls.items():
-            if not targets.isdisjoint(wanted):
+            if not wanted.isdisjoint(targets):
                 out.setdefault(rel, set()).add(idx)
     return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from anchor_ls.syntax.summary import Span
@@ -28,17 +28,28 @@ class Ctx:
 class FileFacts:
     """Everything the binder concludes from one file's source."""
 
-    calls: dict[tuple[int, str], set[Value]] = field(default_factory=dict)
-    sites: dict[tuple[int, Value], list] = field(default_factory=lambda: defaultdict(list))
+    # Sets and lists while a resolution adds to them; tuples once it is done (freeze).
+    calls: dict[tuple[int, str], Collection[Value]] = field(default_factory=dict)
+    sites: dict[tuple[int, Value], Sequence] = field(default_factory=lambda: defaultdict(list))
     bases: dict[int, list[Value]] = field(default_factory=dict)
     imports: set[str] = field(default_factory=set)
     # scope idx -> [resolved, external, unresolved] call sites
-    counts: dict[int, list[int]] = field(default_factory=dict)
+    counts: dict[int, Sequence[int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # internal errors, reported as problems
     # (scope idx, function or class value) -> where the scope uses it as a value
-    refs: dict[tuple[int, Value], list[Span]] = field(default_factory=lambda: defaultdict(list))
+    refs: dict[tuple[int, Value], Sequence[Span]] = field(default_factory=lambda: defaultdict(list))
     # (scope idx, edge kind, target id) -> where: env_var, io_dep, const_ref, config_usage
-    dense: dict[tuple[int, str, str], list[Span]] = field(default_factory=lambda: defaultdict(list))
+    dense: dict[tuple[int, str, str], Sequence[Span]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+    def freeze(self) -> None:
+        """A resolution is done adding: tuples hold the same in half the memory (a scope
+        resolved again has its entries dropped first, then new ones grown)."""
+        for table in (self.calls, self.sites, self.refs, self.dense, self.counts):
+            for key, value in table.items():
+                if type(value) is not tuple:
+                    table[key] = tuple(value)
 
     @property
     def resolved(self) -> int:
