@@ -147,9 +147,10 @@ class Index:
         self.binder.set_files(summaries, self.root.name)
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
         self._resolve_all(sorted(summaries), progress)
-        # What was evaluated is the bulk of the memory: the graph and the cache are built
-        # in its place (an edit evaluates again only what it needs, as after a warm start).
-        self.binder.forget_values()
+        # What was evaluated, and the name tables read off the bodies, are the bulk of the
+        # memory: the graph and the cache are built in their place (an edit evaluates again
+        # only what it needs, as after a warm start).
+        self.binder.clear_caches()
         self._rebuild_graph()
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
@@ -663,7 +664,6 @@ class Index:
         state = {
             "paths": sorted(self.binder.summaries),
             "counts": (stats.resolved_binder, stats.external, stats.unresolved),
-            "contrib": _dump(self.binder.passed_by_scope()),
             "problems": self.problems,
             "stats": self._stats,
         }
@@ -679,15 +679,18 @@ class Index:
                 yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites))
             for rel, facts in sorted(self._facts.items()):
                 yield _FACTS + rel, _dump(facts)
+            for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
+                yield _PASSED + rel, _dump(per_scope)
 
     def _restore(self, state: object, parts: dict[str, bytes]) -> bool:
-        if not isinstance(state, dict) or "contrib" not in state:
+        if not isinstance(state, dict) or "paths" not in state:
             return False
         paths = state["paths"]
         graph = Graph(str(self.root))
         try:
             files = {rel: pickle.loads(parts[_GRAPH + rel]) for rel in paths}
             facts = {rel: parts[_FACTS + rel] for rel in paths}
+            passed = {rel: parts[_PASSED + rel] for rel in paths if _PASSED + rel in parts}
         except Exception:  # parts missing or damaged: build afresh
             return False
         with graph.lock:
@@ -706,7 +709,7 @@ class Index:
             self._hashes.pop(rel, None)
         self._stats = state["stats"]
         # The hashes the cached summaries were stored under: an edit may change ours first.
-        self._lazy = (paths, (facts, state["contrib"]), state["counts"], dict(self._hashes))
+        self._lazy = (paths, (facts, passed), state["counts"], dict(self._hashes))
         return True
 
     def ensure_engine(self) -> None:
@@ -731,7 +734,7 @@ class Index:
                 raise ValueError("summaries missing from the cache")
             summaries = {rel: pickle.loads(blob) for rel, blob in blobs.items()}
             facts = {rel: pickle.loads(blob) for rel, blob in engine[0].items()}
-            contrib = pickle.loads(engine[1])
+            contrib = {rel: pickle.loads(blob) for rel, blob in engine[1].items()}
         except Exception:  # the cache changed under us: build from scratch
             if cache is not None:
                 cache.store_graph("", {}, ())
@@ -776,7 +779,8 @@ class Index:
             self._cache = None
 
 
-_GRAPH, _FACTS = "graph\0", "facts\0"  # cache part names: a prefix, then the relpath
+# cache part names: a prefix, then the relpath
+_GRAPH, _FACTS, _PASSED = "graph\0", "facts\0", "passed\0"
 
 
 def _dump(data: object) -> bytes:
