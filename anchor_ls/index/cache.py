@@ -13,7 +13,7 @@ import os
 import pickle
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import platformdirs
@@ -146,17 +146,31 @@ class Cache:
         with contextlib.suppress(sqlite3.DatabaseError), self.db:
             self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", items)
 
-    def load_graph(self, fingerprint: str) -> tuple[object, dict[str, bytes]] | None:
-        """(state, parts) stored for fingerprint, else None."""
+    def load_graph(self, fingerprint: str, prefix: str) -> tuple[object, dict[str, bytes]] | None:
+        """(state, the parts whose names start with prefix) stored for fingerprint."""
         try:
             row = self.db.execute("SELECT blob FROM graph WHERE key = ?", (fingerprint,)).fetchone()
             if row is None:
                 return None
             state = pickle.loads(row[0])
-            parts = dict(self.db.execute("SELECT name, blob FROM graph_parts").fetchall())
+            parts = dict(self.graph_parts(prefix))
         except Exception:  # a damaged blob can raise almost anything from pickle.loads
             return None
         return state, parts
+
+    def graph_parts(
+        self, prefix: str, fingerprint: str | None = None
+    ) -> Iterator[tuple[str, bytes]]:
+        """The stored parts whose names start with prefix, one row at a time (none when
+        the graph stored is not that of fingerprint any more)."""
+        if fingerprint is not None:
+            row = self.db.execute("SELECT 1 FROM graph WHERE key = ?", (fingerprint,)).fetchone()
+            if row is None:
+                return
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        yield from self.db.execute(
+            "SELECT name, blob FROM graph_parts WHERE name >= ? AND name < ?", (prefix, end)
+        )
 
     def store_graph(
         self, fingerprint: str, state: object, parts: Iterable[tuple[str, bytes]]

@@ -183,11 +183,38 @@ class Graph:
         self._relink(gone, new - old)
         for edge in gone:
             self._sites.pop(edge, None)
+        self._put_sites(sites, ordered)
+
+    def _put_sites(self, sites: dict[Edge, Sequence[Span]], ordered: bool) -> None:
         if ordered:
             self._sites.update(sites)
         else:
             for key, spans in sites.items():
                 self._sites[key] = tuple(sorted(set(spans)))
+
+    def load_edges(
+        self,
+        by_file: Iterable[tuple[str, Iterable[Edge], dict[Edge, Sequence[Span]]]],
+        *,
+        ordered: bool = False,
+    ) -> None:
+        """The edges of many files into a graph that has none yet (a build, a warm start):
+        each adjacency list is sorted once, not rebuilt once per file that adds to it."""
+        out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        inn: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for relpath, edges, sites in by_file:
+            new = frozenset(edges)
+            if new:
+                self._file_edges[relpath] = tuple(new)
+            for kind, src, dst in new:
+                out[kind][src].append(dst)
+                inn[kind][dst].append(src)
+            self._put_sites(sites, ordered)
+        for table, grown in ((self._out, out), (self._in, inn)):
+            for kind, lists in grown.items():
+                adjacency = table[kind]
+                for key, ends in lists.items():
+                    adjacency[key] = (ends[0],) if len(ends) == 1 else tuple(sorted(set(ends)))
 
     def file_edges(self, relpath: str) -> frozenset[Edge]:
         return frozenset(self._file_edges.get(relpath, ()))

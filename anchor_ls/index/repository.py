@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from multiprocessing.context import BaseContext
 from pathlib import Path
+from typing import Any
 
 from anchor_ls import __version__
 from anchor_ls.index import facts as factlib
@@ -77,9 +78,9 @@ class Index:
         self._facts: dict[str, FileFacts] = {}
         self._interface_memo: dict[str, tuple[FileSummary, int]] = {}
         self._ids: dict[str, list[str]] = {}
-        # After a warm start: (paths, pickled resolution state: facts by file and argument
-        # facts, site counts, hashes) until needed.
-        self._lazy: tuple[list[str], tuple, tuple[int, int, int], dict[str, str]] | None = None
+        # After a warm start, until the resolution state (facts, argument values) is read
+        # from the cache: (paths, the fingerprint it is stored under, site counts, hashes).
+        self._lazy: tuple[list[str], str, tuple[int, int, int], dict[str, str]] | None = None
         self._stats = IndexStats()
         self._built: str | None = None  # the fingerprint of the build, until a file changes
         self.lock = threading.RLock()  # serialises mutations
@@ -135,8 +136,8 @@ class Index:
         cache = self._open_cache()
         fingerprint = self._fingerprint()
         if cache is not None:
-            stored = cache.load_graph(fingerprint)
-            if stored is not None and self._restore(*stored):
+            stored = cache.load_graph(fingerprint, _GRAPH)
+            if stored is not None and self._restore(*stored, fingerprint):
                 self._stats.from_cache = len(self._hashes)
                 self._stats.reparsed = 0
                 self._built = fingerprint
@@ -332,11 +333,13 @@ class Index:
         with graph.lock:
             for rel, summary in self.binder.summaries.items():
                 graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-            for rel, summary in self.binder.summaries.items():
-                self._note_binder_errors(rel)
-                edges, sites = factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
-                graph.replace_file_edges(rel, edges, sites)
+            graph.load_edges(self._file_edges_and_sites())
         self.graph = graph
+
+    def _file_edges_and_sites(self) -> Iterator[tuple[str, set[Edge], dict]]:
+        for rel, summary in self.binder.summaries.items():
+            self._note_binder_errors(rel)
+            yield rel, *factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
 
     # ----- incremental ----------------------------------------------------
     def update_file(self, relpath: str, text: str | bytes) -> set[str]:
@@ -682,23 +685,25 @@ class Index:
             for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
                 yield _PASSED + rel, _dump(per_scope)
 
-    def _restore(self, state: object, parts: dict[str, bytes]) -> bool:
+    def _restore(self, state: object, parts: dict[str, bytes], fingerprint: str) -> bool:
         if not isinstance(state, dict) or "paths" not in state:
             return False
         paths = state["paths"]
         graph = Graph(str(self.root))
         try:
             files = {rel: pickle.loads(parts[_GRAPH + rel]) for rel in paths}
-            facts = {rel: parts[_FACTS + rel] for rel in paths}
-            passed = {rel: parts[_PASSED + rel] for rel in paths if _PASSED + rel in parts}
         except Exception:  # parts missing or damaged: build afresh
             return False
         with graph.lock:
             for rel, (entities, _edges, _sites) in files.items():
                 graph.replace_file_entities(rel, [Entity(*e) for e in entities])
-            for rel, (_entities, edges, sites) in files.items():
-                own = {Edge(*e): spans for e, spans in sites.items()}
-                graph.replace_file_edges(rel, {Edge(*e) for e in edges}, own, ordered=True)
+            graph.load_edges(
+                (
+                    (rel, {Edge(*e) for e in edges}, {Edge(*e): s for e, s in sites.items()})
+                    for rel, (_entities, edges, sites) in files.items()
+                ),
+                ordered=True,
+            )
         self.graph = graph
         # Only problems of the files read now: not old listing or cache problems.
         self.problems.update(
@@ -709,7 +714,7 @@ class Index:
             self._hashes.pop(rel, None)
         self._stats = state["stats"]
         # The hashes the cached summaries were stored under: an edit may change ours first.
-        self._lazy = (paths, (facts, passed), state["counts"], dict(self._hashes))
+        self._lazy = (paths, fingerprint, state["counts"], dict(self._hashes))
         return True
 
     def ensure_engine(self) -> None:
@@ -725,16 +730,20 @@ class Index:
         if self._lazy is None:
             self.binder.warm()
             return
-        paths, engine, _counts, hashes = self._lazy
+        paths, fingerprint, _counts, hashes = self._lazy
         self._lazy = None
         cache = self._open_cache()
         blobs = cache.summaries({rel: hashes[rel] for rel in paths}) if cache else {}
         try:
-            if set(blobs) != set(paths):
+            if cache is None or set(blobs) != set(paths):
                 raise ValueError("summaries missing from the cache")
             summaries = {rel: pickle.loads(blob) for rel, blob in blobs.items()}
-            facts = {rel: pickle.loads(blob) for rel, blob in engine[0].items()}
-            contrib = {rel: pickle.loads(blob) for rel, blob in engine[1].items()}
+            del blobs
+            # read and unpickled row by row: the blobs of them all are never held at once
+            facts = _unpickled(cache.graph_parts(_FACTS, fingerprint), _FACTS)
+            contrib = _unpickled(cache.graph_parts(_PASSED, fingerprint), _PASSED)
+            if set(facts) != set(paths) or set(contrib) != set(paths):
+                raise ValueError("resolution state missing from the cache")
         except Exception:  # the cache changed under us: build from scratch
             if cache is not None:
                 cache.store_graph("", {}, ())
@@ -807,6 +816,10 @@ def _scopes_by_file(
             if not wanted.isdisjoint(targets):
                 out.setdefault(rel, set()).add(idx)
     return out
+
+
+def _unpickled(rows: Iterable[tuple[str, bytes]], prefix: str) -> dict[str, Any]:
+    return {name.removeprefix(prefix): pickle.loads(blob) for name, blob in rows}
 
 
 def _encode_buffer(text: str) -> bytes:
