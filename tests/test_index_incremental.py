@@ -435,6 +435,19 @@ def tail():
 """
 
 
+def scoped_resolutions(index: Index) -> list[bool]:
+    """From now on, for each file the binder resolves: whether only some of its scopes."""
+    seen: list[bool] = []
+    original = index.binder.resolve_file
+
+    def spy(path, scopes=None, previous=None):  # type: ignore[no-untyped-def]
+        seen.append(scopes is not None and previous is not None)
+        return original(path, scopes, previous)
+
+    index.binder.resolve_file = spy  # type: ignore[method-assign]
+    return seen
+
+
 def all_sites(index: Index) -> dict[tuple[str, str, str], list]:
     return {
         (e.kind, e.src, e.dst): index.graph.sites(e.src, e.dst, e.kind) for e in index.graph.edges()
@@ -472,14 +485,7 @@ def test_edits_inside_bodies_resolve_only_what_they_touch_and_equal_a_fresh_buil
         # a call removed
         lambda s: s.replace("        other()\n", "", 1),
     ]
-    seen_partial = []
-    original = idx.binder.resolve_file
-
-    def spy(path, scopes=None, previous=None):
-        seen_partial.append(scopes is not None and previous is not None)
-        return original(path, scopes, previous)
-
-    idx.binder.resolve_file = spy  # type: ignore[method-assign]
+    seen_partial = scoped_resolutions(idx)
     first_partial = []
     for change in steps:
         seen_partial.clear()
@@ -503,14 +509,7 @@ def test_after_a_warm_start_a_body_edit_also_resolves_only_its_scopes(tmp_path: 
     warm = Index(root, cache_dir=cache)
     assert warm.build().reparsed == 0
     warm.ensure_engine()
-    partial = []
-    original = warm.binder.resolve_file
-
-    def spy(path, scopes=None, previous=None):
-        partial.append(scopes is not None and previous is not None)
-        return original(path, scopes, previous)
-
-    warm.binder.resolve_file = spy  # type: ignore[method-assign]
+    partial = scoped_resolutions(warm)
     edit(
         warm,
         "mod.py",
