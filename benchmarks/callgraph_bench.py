@@ -4,7 +4,7 @@
 
 Suites (downloaded once from PyPI into benchmarks/.data):
 - `pycg`: PyCG 0.0.8's micro-benchmark, the yardstick the issue quotes (PyCG reports 99.2%
-  precision and 69.9% recall on it, ICSE 2021): small programs in 16 categories, each with
+  precision and 69.9% recall on it, ICSE 2021): 118 small programs in 18 categories, each with
   its expected call graph written by hand (`callgraph.json`).
 - `jarviscg`: JARVIS's extension of it (jarviscg 0.1.0rc7's evaluation data): the same kind
   of programs plus context managers, control flow and more imports and assignments.
