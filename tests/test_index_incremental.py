@@ -520,3 +520,40 @@ def test_after_a_warm_start_a_body_edit_also_resolves_only_its_scopes(tmp_path: 
     fresh.build()
     assert warm.graph.to_json() == fresh.graph.to_json()
     assert all_sites(warm) == all_sites(fresh)
+
+
+REGISTRY = """\
+def first():
+    return 1
+
+
+def second():
+    return 2
+
+
+HANDLERS = {}
+
+
+def register():
+    HANDLERS["run"] = first
+
+
+def dispatch():
+    return HANDLERS["run"]()
+"""
+
+
+def test_a_function_filling_a_module_table_refreshes_the_readers_of_the_table(
+    tmp_path: Path,
+) -> None:
+    """register() adds to HANDLERS, which dispatch() reads: changing what it adds is not an
+    edit of register() alone."""
+    (tmp_path / "reg.py").write_text(REGISTRY, encoding="utf-8")
+    idx = Index(tmp_path, use_cache=False)
+    idx.build()
+    assert idx.graph.out(CALLS, "reg.py:dispatch") == ["reg.py:first"]
+    edit(idx, "reg.py", lambda s: s.replace('HANDLERS["run"] = first', 'HANDLERS["run"] = second'))
+    assert idx.graph.out(CALLS, "reg.py:dispatch") == ["reg.py:second"]
+    fresh = Index(tmp_path, use_cache=False)
+    fresh.build()
+    assert idx.graph.to_json() == fresh.graph.to_json()

@@ -29,7 +29,8 @@ def body_edit(
     """What an edit changed in the scopes of a file whose definitions stayed the same,
     given the first line it changed and the lines it added (negative: removed); None when
     the whole file must be resolved again (imports inside a function changed, a `global`
-    is involved)."""
+    is involved, or a changed scope adds to a name of an enclosing scope: `TABLE[k] = f` in
+    a function changes what every reader of TABLE sees)."""
     if len(old.scopes) != len(new.scopes):
         return None
     old_bodies = scope_bodies(old)
@@ -37,7 +38,7 @@ def body_edit(
     for i, (was, now) in enumerate(zip(old.scopes, new.scopes, strict=True)):
         if _shape(was, old_bodies[i], line, delta) == _shape(now, new_bodies[i], line, 0):
             continue
-        if _global_or_imports(was) or _global_or_imports(now):
+        if _reaches_out(was) or _reaches_out(now):
             return None
         redo.add(i)
     # A scope's names are seen by the functions nested in it.
@@ -72,8 +73,12 @@ def moved(span: Span, line: int, delta: int) -> Span:
     return (span[0], span[1], span[2] + delta, span[3])
 
 
-def _global_or_imports(scope: Scope) -> bool:
-    return bool(scope.global_names) or any(b.value[0] in _IMPORTS for b in scope.bindings)
+def _reaches_out(scope: Scope) -> bool:
+    """Whether resolving scope alone may leave other scopes stale."""
+    if scope.global_names or any(b.value[0] in _IMPORTS for b in scope.bindings):
+        return True
+    local = {b.name for b in scope.bindings} | {p.name for p in scope.params}
+    return any(name not in local for name, _added, _pos, _replaces in scope.mutations)
 
 
 def first_changed_line(old: bytes, new: bytes) -> int:
