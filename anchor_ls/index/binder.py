@@ -420,7 +420,8 @@ class Binder:
             kind = "c" if scope.kind == "class" else "f"
             return frozenset({(kind, ctx.path, expr[1])})
         if tag == "dw":
-            return self.decorated(ctx.path, expr[1], expr[2]) or self.eval(("f", expr[1]), ctx)
+            made = self._decoration(ctx.path, expr[1], expr[2])[0]
+            return made or self.eval(("f", expr[1]), ctx)
         if tag == "or":
             out: set[Value] = set()
             for part in expr[1]:
@@ -1151,15 +1152,12 @@ class Binder:
                         out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), fn[0] == "b"))
         return out
 
-    def decorated(self, path: str, idx: int, start: int = 0) -> Values:
-        """What a definition's decorators (from the start-th down) make of it, when that is
-        repository code wrapping it: a function nested in a decorator that calls the
-        decorator's parameter, or an instance of a decorator class. Empty when they hand it
-        back (`return f`) or are not repository code: the definition itself is what runs."""
-        return self._decoration(path, idx, start)[0]
-
     def _decoration(self, path: str, idx: int, start: int = 0) -> tuple[Values, Values]:
-        """(what the decorators make of the definition, the decorators that wrapped it)."""
+        """(what a definition's decorators, from the start-th down, make of it; the
+        decorators that wrapped it). What they make is repository code wrapping it: a
+        function nested in a decorator that calls the decorator's parameter, or an instance
+        of a decorator class; empty when they hand it back (`return f`) or are not
+        repository code: the definition itself is what runs."""
         key = (path, idx, start)
         cached = self._decorated.get(key)
         if cached is not None:
@@ -1266,7 +1264,7 @@ class Binder:
 
     def restore_passed(self, per_file: dict[str, dict[int, dict]]) -> None:
         """Take back what passed_by_scope() gave, as if every file had been resolved here."""
-        self._scope_contrib.update(per_file)
+        self.adopt(per_file)
         for path, per_scope in per_file.items():
             self.set_contribution(path, _merge_contributions(per_scope))
 

@@ -7,7 +7,7 @@ Resolving a 100 KB file again costs about 100 ms; its edited function alone, a f
 
 from __future__ import annotations
 
-from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, scope_bodies
+from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, local_names, scope_bodies
 
 _IMPORTS = ("im", "ima", "if")
 
@@ -77,7 +77,7 @@ def _reaches_out(scope: Scope) -> bool:
     """Whether resolving scope alone may leave other scopes stale."""
     if scope.global_names or any(b.value[0] in _IMPORTS for b in scope.bindings):
         return True
-    local = {b.name for b in scope.bindings} | {p.name for p in scope.params}
+    local = local_names(scope)
     return any(name not in local for name, _added, _pos, _replaces in scope.mutations)
 
 

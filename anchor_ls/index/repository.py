@@ -452,7 +452,7 @@ class Index:
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
             self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-        changed = self._reresolve({rel} | dependents, {rel: edit} if edit else {})
+        changed = self._reresolve({rel} | dependents, (rel, edit) if edit else None)
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
         return {rel} | before | changed
@@ -521,24 +521,24 @@ class Index:
                 grown |= self.binder.set_contribution(src, kept)
         return (sources | {fn[0] for fn in grown}) - {rel}
 
-    def _reresolve(self, paths: set[str], edits: dict[str, BodyEdit] | None = None) -> set[str]:
+    def _reresolve(self, paths: set[str], edited: tuple[str, BodyEdit] | None = None) -> set[str]:
         """Resolve files again until argument flow settles; returns files whose tags moved.
 
-        edits: files whose first resolution here needs only the scopes an edit touched."""
-        edits = dict(edits or {})
+        edited: a file whose first resolution here needs only the scopes an edit touched."""
         touched: set[str] = set()
         todo = sorted(p for p in paths if p in self.binder.summaries)
         resolved: set[str] = set()
         calls_before: dict[str, dict[int, frozenset]] = {}
         self.binder.shrunk.clear()
-        for _round in range(_MAX_ROUNDS + 1):  # as many rounds as a build: no stale facts
+        for round_ in range(_MAX_ROUNDS + 1):  # as many rounds as a build: no stale facts
             grown: set[tuple[str, int]] = set()
             resolved.update(todo)
             for rel in todo:
                 if is_test_path(rel) and rel not in calls_before:
                     calls_before[rel] = self._scope_calls(rel)
-                edit, previous = edits.pop(rel, None), self._facts.get(rel)
-                if edit is not None and previous is not None:
+                previous = self._facts.get(rel)
+                if edited and round_ == 0 and rel == edited[0] and previous is not None:
+                    edit = edited[1]
                     previous.move_lines(partial(moved, line=edit.line, delta=edit.delta))
                     facts, contrib = self.binder.resolve_file(rel, edit.redo, previous)
                 else:

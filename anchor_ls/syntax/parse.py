@@ -22,6 +22,7 @@ from anchor_ls.syntax.summary import (
     Param,
     Scope,
     Span,
+    local_names,
 )
 
 LANGUAGE = Language(tree_sitter_python.language())
@@ -923,11 +924,11 @@ def _note_free_calls(scopes: list[Scope]) -> None:
         called = {c.func[1] for c in scope.calls if c.func[0] == "n"}
         if not called:
             continue
-        called -= {b.name for b in scope.bindings} | {p.name for p in scope.params}
+        called -= local_names(scope)
         outer: set[str] = set()
         up = scope.parent
         while up >= 0 and scopes[up].kind == "function":
-            outer |= {b.name for b in scopes[up].bindings} | {p.name for p in scopes[up].params}
+            outer |= local_names(scopes[up])
             up = scopes[up].parent
         if called & outer:
             scope.free_calls = frozenset(called & outer)

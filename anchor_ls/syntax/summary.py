@@ -121,6 +121,11 @@ class FileSummary:
 Body = tuple[Sequence[CallSite], Sequence[Any], Sequence[Any]]  # calls, attr_reads, uses
 
 
+def local_names(scope: Scope) -> set[str]:
+    """The names a scope binds itself (its parameters included)."""
+    return {b.name for b in scope.bindings} | {p.name for p in scope.params}
+
+
 def pack_bodies(summary: FileSummary) -> FileSummary:
     """Move every scope's body (call sites, attribute reads, value uses) into one pickled blob.
 
