@@ -7,6 +7,7 @@ Resolving a 100 KB file again costs about 100 ms; its edited function alone, a f
 
 from __future__ import annotations
 
+from anchor_ls.syntax.reparse import common_prefix
 from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, local_names, scope_bodies
 
 _IMPORTS = ("im", "ima", "if")
@@ -24,10 +25,16 @@ class BodyEdit:
 
 
 def body_edit(
-    old: FileSummary, new: FileSummary, new_bodies: list[Body], line: int, delta: int
+    old: FileSummary,
+    new: FileSummary,
+    new_bodies: list[Body],
+    line: int,
+    delta: int,
+    walked: range | None = None,
 ) -> BodyEdit | None:
     """What an edit changed in the scopes of a file whose definitions stayed the same,
-    given the first line it changed and the lines it added (negative: removed); None when
+    given the first line it changed and the lines it added (negative: removed), and the
+    scopes walked again when the others were only moved (see syntax.reparse); None when
     the whole file must be resolved again (imports inside a function changed, a `global`
     is involved, or a changed scope adds to a name of an enclosing scope: `TABLE[k] = f` in
     a function changes what every reader of TABLE sees)."""
@@ -35,7 +42,8 @@ def body_edit(
         return None
     old_bodies = scope_bodies(old)
     redo: set[int] = set()
-    for i, (was, now) in enumerate(zip(old.scopes, new.scopes, strict=True)):
+    for i in walked if walked is not None else range(len(new.scopes)):
+        was, now = old.scopes[i], new.scopes[i]
         if _shape(was, old_bodies[i], line, delta) == _shape(now, new_bodies[i], line, 0):
             continue
         if _reaches_out(was) or _reaches_out(now):
@@ -83,11 +91,4 @@ def _reaches_out(scope: Scope) -> bool:
 
 def first_changed_line(old: bytes, new: bytes) -> int:
     """The 0-based line of the first byte where two texts differ."""
-    lo, hi = 0, min(len(old), len(new))
-    while lo < hi:  # the longest common prefix, by halves (memcmp, not a byte loop)
-        mid = (lo + hi + 1) // 2
-        if old[lo:mid] == new[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return old.count(b"\n", 0, lo)
+    return old.count(b"\n", 0, common_prefix(old, new))

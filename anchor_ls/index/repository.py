@@ -31,8 +31,9 @@ from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
-from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies, scope_bodies
+from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
@@ -74,6 +75,7 @@ class Index:
         self._cache: Cache | None = None
         self.binder = Binder()
         self._sources: dict[str, bytes] = {}
+        self._reparser = Reparser()  # the trees of files under edit
         self._hashes: dict[str, str] = {}
         self._facts: dict[str, FileFacts] = {}
         self._interface_memo: dict[str, tuple[FileSummary, int]] = {}
@@ -347,14 +349,16 @@ class Index:
         data = _encode_buffer(text) if isinstance(text, str) else text
         with self.lock, _gc_paused():
             self._built = None
+            held = self.binder.summaries.get(relpath)
             try:
-                summary = summarize(relpath, data, limit=self.max_file_bytes)
+                parsed = self._reparser.summarize(relpath, data, held, limit=self.max_file_bytes)
             except UnreadableSource as err:
                 self._problem(relpath, err.kind, str(err))
                 return self._remove(relpath)
             except RecursionError:  # as in a build: reported, never raised to the caller
                 self._problem(relpath, "too-deep", "nesting too deep to read; skipped")
                 return self._remove(relpath)
+            summary = parsed.summary
             self.problems.pop(relpath, None)
             self._note_summary_problems(summary)
             before = self._sources.get(relpath)
@@ -362,9 +366,17 @@ class Index:
             self._hashes[relpath] = content_hash(data)
             if before is None:
                 return self._replace(pack_bodies(summary))
-            changed = (first_changed_line(before, data), data.count(b"\n") - before.count(b"\n"))
-            bodies = scope_bodies(summary)  # read here, before they are packed
-            return self._replace(pack_bodies(summary), (bodies, *changed))
+            line = first_changed_line(before, data)
+            delta = data.count(b"\n") - before.count(b"\n")
+            return self._replace(pack_bodies(summary), (parsed.bodies, line, delta, parsed.walked))
+
+    def prepare_edits(self, relpath: str) -> None:
+        """Parse relpath as indexed and keep its tree, so that even its first edit walks
+        only what it changed (a server calls this when an editor opens the file)."""
+        with self.lock:
+            data, summary = self._sources.get(relpath), self.binder.summaries.get(relpath)
+            if data is not None and summary is not None and not summary.problems:
+                self._reparser.hold(relpath, data, summary)
 
     def reload_file(self, relpath: str) -> set[str]:
         """Re-read one file from disk (a removal when it is gone)."""
@@ -395,6 +407,7 @@ class Index:
         grown = self.binder.forget_contribution(relpath)
         dependents |= self._forget_values_into(relpath)
         self._sources.pop(relpath, None)
+        self._reparser.forget(relpath)
         self._hashes.pop(relpath, None)
         self._facts.pop(relpath, None)
         self._ids.pop(relpath, None)
@@ -405,9 +418,9 @@ class Index:
         return {relpath} | before | self._reresolve(redo)
 
     def _replace(
-        self, summary: FileSummary, edited: tuple[list[Body], int, int] | None = None
+        self, summary: FileSummary, edited: tuple[list[Body], int, int, range | None] | None = None
     ) -> set[str]:
-        """edited: the new bodies, first line changed and lines added, for an edit of a
+        """edited: the new bodies, first line changed, lines added and the scopes walked again,
         file the index held (see bodies.body_edit)."""
         self.ensure_engine()
         rel = summary.path

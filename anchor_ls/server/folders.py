@@ -166,6 +166,12 @@ class Folder:
         with index.lock, collector_paused():
             index.ensure_engine()
 
+    def prepare_edits(self, relpath: str) -> None:
+        """Indexer thread: keep the tree of a file an editor opened for its first edit."""
+        index = self.index
+        if index is not None and self.state == READY:
+            index.prepare_edits(relpath)
+
     def update(self, relpath: str, text: str | bytes) -> set[str]:
         return self._mutate(lambda index: index.update_file(relpath, text), relpath)
 

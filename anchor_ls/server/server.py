@@ -324,6 +324,10 @@ class AnchorServer(LanguageServer):
                 folder.root.name,
                 (self.loop.time() - started) * 1000,
             )
+            for uri in list(self.workspace.text_documents):  # opened before it was there
+                where = self.locate(uri)
+                if where is not None and where[0] is folder:
+                    await self.mutate(folder.prepare_edits, where[1])
 
     async def reapply_buffers(self, folder: Folder) -> None:
         """After a build from disk, put the unsaved buffers of open documents back."""

@@ -10,9 +10,9 @@ import re
 import sys
 
 import tree_sitter_python
-from tree_sitter import Language, Node, Parser, Range
+from tree_sitter import Language, Node, Parser, Range, Tree
 
-from anchor_ls.syntax.source import MAX_FILE_BYTES, decode_source
+from anchor_ls.syntax.source import MAX_FILE_BYTES, DecodedSource, decode_source
 from anchor_ls.syntax.summary import (
     UNKNOWN,
     Binding,
@@ -78,18 +78,32 @@ def parser() -> Parser:
 
 def summarize(relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES) -> FileSummary:
     """Summarize one file; raises UnreadableSource for binaries and files over `limit`."""
+    decoded, text = read_source(data, limit=limit)
+    return summary_of(relpath, decoded, text, parser().parse(text))
+
+
+def read_source(data: bytes, *, limit: int = MAX_FILE_BYTES) -> tuple[DecodedSource, bytes]:
+    """The decoded source and the UTF-8 text the parser reads (every offset is into it)."""
     decoded = decode_source(data, limit=limit)
-    text = decoded.text.encode("utf-8", "surrogatepass")
-    tree = parser().parse(text)
-    line_count = decoded.text.count("\n") + (0 if decoded.text.endswith("\n") else 1)
-    walker = _Walker(text, max(line_count, 1))
+    return decoded, decoded.text.encode("utf-8", "surrogatepass")
+
+
+def summary_lines(text: bytes) -> int:
+    """A file's line count (the module scope's last line): at least 1."""
+    return max(text.count(b"\n") + (0 if text.endswith(b"\n") else 1), 1)
+
+
+def summary_of(relpath: str, decoded: DecodedSource, text: bytes, tree: Tree) -> FileSummary:
+    """The summary of a parsed file: one walk over its tree."""
+    lines = summary_lines(text)
+    walker = _Walker(text, lines)
     roots = [tree.root_node]
     if tree.root_node.has_error:
         roots = _recovered_roots(text, tree.root_node)
     for root in roots:
         walker.module(root)
-    _note_free_calls(walker.scopes)
-    summary = FileSummary(relpath, walker.scopes, max(line_count, 1), encoding=decoded.encoding)
+    note_free_calls(walker.scopes)
+    summary = FileSummary(relpath, walker.scopes, lines, encoding=decoded.encoding)
     summary.all_names = walker.all_names
     summary.constants = walker.constants
     if decoded.warning:
@@ -98,6 +112,38 @@ def summarize(relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES) -> File
         broken = next((r for r in roots if r.has_error), tree.root_node)
         summary.problems.append(("syntax", _first_error(broken)))
     return summary
+
+
+def rewalk_function(text: bytes, node: Node, idx: int, head: Scope) -> list[Scope] | None:
+    """The scopes of one function definition walked again: the function (scope idx, its
+    header kept from head) and the definitions nested in it, numbered on from idx+1.
+
+    None when the body writes outside those scopes (`global x; x = ...` binds in the
+    module): the whole file must be walked then.
+    """
+    walker = _Walker(text, 1)
+    module = walker.scopes[0]
+    scope = Scope(
+        head.kind,
+        head.name,
+        head.qualname,
+        head.parent,
+        head.line,
+        _end_line(node),
+        head.start_line,
+        head.name_span,
+        decorators=head.decorators,
+        bases=head.bases,
+        metaclass=head.metaclass,
+        params=head.params,
+        returns=head.returns,
+        is_async=head.is_async,
+    )
+    walker.scopes = [module] * idx + [scope]
+    walker.enter(idx, node.child_by_field_name("body"))
+    if module.bindings:
+        return None
+    return walker.scopes[idx:]
 
 
 _TOP_LEVEL_DEF = re.compile(rb"^(?:@|(?:async[ \t]+)?(?:def|class)[ \t])", re.MULTILINE)
@@ -489,15 +535,16 @@ class _Walker:
         return len(self.scopes) - 1
 
     def enter(self, idx: int, body: Node | None) -> None:
-        saved = (self.cur, self.blocks, self.stmt_pos)
-        self.cur, self.blocks = idx, ()
+        # Blocks are numbered scope by scope: an edit in one function renumbers no other.
+        saved = (self.cur, self.blocks, self.stmt_pos, self.block_counter)
+        self.cur, self.blocks, self.block_counter = idx, (), 0
         if body is not None:
             if body.type == "block":
                 self.body(body)
             else:  # a lambda body is one expression
                 value = self.expr(body)
                 self.scope.return_values.append(value)
-        self.cur, self.blocks, self.stmt_pos = saved
+        self.cur, self.blocks, self.stmt_pos, self.block_counter = saved
 
     def params(self, node: Node | None) -> list[Param]:
         params: list[Param] = []
@@ -915,10 +962,11 @@ def _is_type_variable(value: Expr) -> bool:
     return value[0] == "c" and value[1][-1] in _TYPE_FACTORIES
 
 
-def _note_free_calls(scopes: list[Scope]) -> None:
+def note_free_calls(scopes: list[Scope], among: range | None = None) -> None:
     """What each nested function calls by a name of an enclosing function (a wrapper calling
     what its decorator was given): kept outside the packed bodies for the binder."""
-    for scope in scopes:
+    for i in among if among is not None else range(len(scopes)):
+        scope = scopes[i]
         if scope.parent < 0 or scopes[scope.parent].kind != "function" or not scope.calls:
             continue
         called = {c.func[1] for c in scope.calls if c.func[0] == "n"}

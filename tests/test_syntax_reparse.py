@@ -1,0 +1,176 @@
+"""Summaries of edited files made from the previous tree equal those of a fresh parse."""
+
+from __future__ import annotations
+
+import random
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.reparse import Reparsed, Reparser
+from anchor_ls.syntax.source import UnreadableSource
+from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
+
+SOURCE = b"""\
+import os
+
+
+def first(x):
+    return os.path.join(x, "a")
+
+
+class Service:
+    limit = 3
+
+    def run(self, items):
+        total = 0
+        for item in items:
+            total += first(item)
+
+        def inner():
+            return helper(total)
+
+        return inner()
+
+    def stop(self):
+        self.run([])
+
+
+def helper(v):
+    return v
+"""
+
+
+def comparable(summary: FileSummary, bodies: list[Body]) -> tuple[Any, ...]:
+    """Every field of a summary, lists and tuples alike (a packed summary holds tuples)."""
+    scopes = []
+    for scope, body in zip(summary.scopes, bodies, strict=True):
+        fields = {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in vars(scope).items()
+            if k not in ("calls", "attr_reads", "uses")
+        }
+        scopes.append((fields, tuple(tuple(part) for part in body)))
+    constants = [tuple(c) for c in summary.constants]
+    top = (summary.line_count, summary.all_names, constants, summary.problems, summary.encoding)
+    return (scopes, *top)
+
+
+def fresh(data: bytes) -> tuple[Any, ...]:
+    summary = summarize("m.py", data)
+    return comparable(summary, [(s.calls, s.attr_reads, s.uses) for s in summary.scopes])
+
+
+def edit_in_steps(steps: list[bytes]) -> list[Reparsed]:
+    """Summarize each text as the next edit of the one before; check each against a fresh
+    parse; the reparses."""
+    reparser = Reparser()
+    held = reparser.summarize("m.py", steps[0], None).summary
+    pack_bodies(held)
+    out = []
+    for data in steps[1:]:
+        result = reparser.summarize("m.py", data, held)
+        assert comparable(result.summary, result.bodies) == fresh(data)
+        held = pack_bodies(result.summary)
+        out.append(result)
+    return out
+
+
+def scope_index(data: bytes, qualname: str) -> int:
+    return [s.qualname for s in summarize("m.py", data).scopes].index(qualname)
+
+
+def test_an_edit_in_a_method_body_walks_that_method_and_what_it_nests() -> None:
+    edited = SOURCE.replace(b"        total = 0\n", b"        total = 0\n        os.sep\n\n")
+    (result,) = edit_in_steps([SOURCE, edited])
+    run = scope_index(SOURCE, "Service.run")
+    assert result.walked == range(run, run + 2)  # run and run.inner
+    assert result.summary.scopes[run + 1].qualname == "Service.run.inner"
+
+
+def test_typing_inside_a_line_moves_offsets_but_no_line() -> None:
+    steps = [SOURCE]
+    for i in range(1, 4):  # a name typed letter by letter
+        steps.append(SOURCE.replace(b"return v\n", b"return v" + b"x" * i + b"\n"))
+    results = edit_in_steps(steps)
+    last = len(results[0].summary.scopes) - 1
+    assert [r.walked for r in results] == [range(last, last + 1)] * 3
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b"    limit = 3\n", b"    limit = 4\n    other = 5\n"),  # a class body
+        (b"def helper(v):", b"def helper(v, w=1):"),  # a header
+        (b"        return inner()\n", b"        def more():\n            pass\n"),  # a new def
+        (b"        total = 0\n", b"        global total\n        total = 0\n"),  # a global
+        (b"        total = 0\n", b"        total = (0\n"),  # a syntax error
+        (b"\n\ndef helper", b"\nhelper()\n\ndef helper"),  # module level
+    ],
+)
+def test_edits_outside_one_function_body_walk_the_whole_file(old: bytes, new: bytes) -> None:
+    assert old in SOURCE
+    (result,) = edit_in_steps([SOURCE, SOURCE.replace(old, new)])
+    assert result.walked is None
+
+
+def test_an_edit_that_moves_a_function_end_walks_the_whole_file() -> None:
+    # `self.run([])` dedented out of stop: the body no longer holds it
+    edited = SOURCE.replace(b"        self.run([])\n", b"    self.run([])\n")
+    (result,) = edit_in_steps([SOURCE, edited])
+    assert result.walked is None
+
+
+def test_a_held_tree_makes_the_first_edit_walk_one_function() -> None:
+    summary = pack_bodies(summarize("m.py", SOURCE))
+    reparser = Reparser()
+    reparser.hold("m.py", SOURCE, summary)
+    edited = SOURCE.replace(b"    return v\n", b"    v = first(v)\n    return v\n")
+    result = reparser.summarize("m.py", edited, summary)
+    assert result.walked == range(len(summary.scopes) - 1, len(summary.scopes))
+    assert comparable(result.summary, result.bodies) == fresh(edited)
+    # a summary the reparser did not make or hold: the whole file
+    other = Reparser()
+    other.hold("m.py", SOURCE, summary)
+    assert other.summarize("m.py", edited, pack_bodies(summarize("m.py", SOURCE))).walked is None
+
+
+def _random_edits(data: bytes, rnd: random.Random) -> list[bytes]:
+    """Six edits in a row at random lines: a statement or a loop inserted at that line's
+    indentation, a line deleted, a letter typed, a nested def added."""
+    steps = [data]
+    for _ in range(6):
+        lines = steps[-1].split(b"\n")
+        i = rnd.randrange(len(lines))
+        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+        kind = rnd.randrange(5)
+        if kind == 0:
+            lines.insert(i, indent + b"_x = foo(1)")
+        elif kind == 1:
+            del lines[i]
+        elif kind == 2 and lines[i].strip():
+            j = rnd.randrange(len(lines[i]))
+            lines[i] = lines[i][:j] + b"z" + lines[i][j:]
+        elif kind == 3:
+            lines[i:i] = [indent + b"def inner():", indent + b"    return bar()"]
+        else:
+            lines[i:i] = [indent + b"for q in self.items:", indent + b"    q.run()", b""]
+        steps.append(b"\n".join(lines))
+    return steps
+
+
+def test_random_edits_of_standard_library_files_give_the_fresh_summaries() -> None:
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).glob("*.py")
+    files = sorted(p for p in stdlib if p.stat().st_size < 60_000)
+    rnd = random.Random(7)
+    walked = 0
+    for path in rnd.sample(files, 30):
+        try:
+            results = edit_in_steps(_random_edits(path.read_bytes(), rnd))
+        except (UnreadableSource, RecursionError):
+            continue
+        walked += sum(r.walked is not None for r in results)
+    assert walked > 20  # the comparison covered many one-function walks
