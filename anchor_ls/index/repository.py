@@ -78,7 +78,7 @@ class Index:
         self._reparser = Reparser()  # the trees of files under edit
         self._hashes: dict[str, str] = {}
         self._facts: dict[str, FileFacts] = {}
-        self._interface_memo: dict[str, tuple[FileSummary, int]] = {}
+        self._interface_memo: dict[str, list[tuple[FileSummary, dict[str, Any]]]] = {}
         self._ids: dict[str, list[str]] = {}
         # After a warm start, until the resolution state (facts, argument values) is read
         # from the cache: (paths, the fingerprint it is stored under, site counts, hashes).
@@ -450,7 +450,7 @@ class Index:
                     facts.renumber(rel, numbers)
             # Only files that name what changed, or that link to a changed definition, can
             # now resolve differently (and star importers).
-            names = _changed_names(old, summary)
+            names = self._changed_names(old, summary)
             if names is not None:
                 changed = {n.decode() for n in names}
                 linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
@@ -471,13 +471,32 @@ class Index:
         return {rel} | before | changed
 
     def _interface_of(self, summary: FileSummary) -> int:
-        """_interface, kept for the summary the index holds (the next edit compares to it)."""
-        held = self._interface_memo.get(summary.path)
-        if held is not None and held[0] is summary:
-            return held[1]
-        value = _interface(summary)
-        self._interface_memo[summary.path] = (summary, value)
-        return value
+        return self._memo(summary, "hash", _interface)
+
+    def _interface_items_of(self, summary: FileSummary) -> set[tuple[str, str]]:
+        return self._memo(summary, "items", _interface_items)
+
+    def _memo(self, summary: FileSummary, what: str, compute: Callable[[FileSummary], Any]) -> Any:
+        """What compute finds in a summary, kept for the last two summaries of its file: the
+        one the index holds and the one replacing it (the next edit compares them)."""
+        kept = self._interface_memo.setdefault(summary.path, [])
+        memo = next((m for s, m in kept if s is summary), None)
+        if memo is None:
+            memo = {}
+            kept[:] = [*kept[-1:], (summary, memo)]
+        found = memo.get(what)
+        if found is None:
+            found = memo[what] = compute(summary)
+        return found
+
+    def _changed_names(self, old: FileSummary, new: FileSummary) -> set[bytes] | None:
+        """The names whose meaning differs between two versions of a file's interface (what
+        an importer would have to write to see the difference); None when that cannot be
+        told."""
+        if old.all_names != new.all_names:
+            return None
+        items = self._interface_items_of(old) ^ self._interface_items_of(new)
+        return {name.encode() for name, _ in items} or None
 
     def _dispatching_into(self, rel: str, changed: set[str]) -> set[str]:
         """Refresh the class tables of the changed files; the files of the ancestors of a
@@ -922,15 +941,6 @@ def _interface(summary: FileSummary) -> int:
         )
     parts.append(repr(summary.all_names))
     return hash(tuple(parts))
-
-
-def _changed_names(old: FileSummary, new: FileSummary) -> set[bytes] | None:
-    """The names whose meaning differs between two versions of a file's interface (what an
-    importer would have to write to see the difference); None when that cannot be told."""
-    if old.all_names != new.all_names:
-        return None
-    changed = {name for name, _ in _interface_items(old) ^ _interface_items(new)}
-    return {name.encode() for name in changed} or None
 
 
 def _interface_items(summary: FileSummary) -> set[tuple[str, str]]:
