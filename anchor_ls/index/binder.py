@@ -34,10 +34,12 @@ from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.summary import (
     UNKNOWN,
     Binding,
+    Body,
     CallSite,
     Expr,
     FileSummary,
     Scope,
+    pack_bodies,
     scope_bodies,
 )
 
@@ -80,20 +82,36 @@ class Binder:
         self._passers: dict[str, set[str]] = defaultdict(set)
         self._named: dict[str, set[str]] = {}
         self.shrunk: set[tuple[str, int]] = set()  # functions whose argument facts lost values
+        # The file edited last keeps its bodies unpacked: the next keystroke needs them again.
+        self._unpacked: tuple[FileSummary, list[Body]] | None = None
         self.clear_caches()
         self._forget_definitions()
 
     # ----- program ------------------------------------------------------
     def set_files(self, summaries: dict[str, FileSummary], root_package: str = "") -> None:
+        self._pack_unpacked()
         self.summaries = dict(summaries)
         self.modules = ModuleTable(self.summaries, root_package)
         self.clear_caches()
         self._forget_definitions()
 
-    def put_file(self, summary: FileSummary, *, same_interface: bool = False) -> None:
+    def put_file(
+        self,
+        summary: FileSummary,
+        *,
+        same_interface: bool = False,
+        bodies: list[Body] | None = None,
+    ) -> None:
         """Replace one file. When what other files can see of it is unchanged (an edit
-        inside a body), only the conclusions drawn from this file are forgotten."""
+        inside a body), only the conclusions drawn from this file are forgotten.
+
+        bodies: those of an unpacked summary, which stays so until another file is put."""
         path = summary.path
+        self._pack_unpacked()
+        if bodies is not None and summary.bodies is None:
+            self._unpacked = (summary, bodies)
+        else:
+            pack_bodies(summary)
         self.summaries[path] = summary
         self.modules.add(path)
         self._forget_definitions_of(summary, same_interface)
@@ -112,7 +130,20 @@ class Binder:
             for key in [k for k in cache if k[0][0] == path]:
                 del cache[key]
 
+    def bodies(self, path: str) -> list[Body]:
+        """Each scope's (calls, attr_reads, uses) in path."""
+        summary = self.summaries[path]
+        if self._unpacked is not None and self._unpacked[0] is summary:
+            return self._unpacked[1]
+        return scope_bodies(summary)
+
+    def _pack_unpacked(self) -> None:
+        if self._unpacked is not None:
+            pack_bodies(self._unpacked[0])
+            self._unpacked = None
+
     def drop_file(self, relpath: str) -> None:
+        self._pack_unpacked()
         self.summaries.pop(relpath, None)
         self._scope_contrib.pop(relpath, None)
         self.modules.discard(relpath)
@@ -1217,7 +1248,7 @@ class Binder:
             facts.forget_scopes(scopes)
             chosen = sorted(scopes)
             whole = False
-        bodies = scope_bodies(summary)
+        bodies = self.bodies(path)
         for idx in chosen:
             scope = summary.scopes[idx]
             calls, attr_reads, uses = bodies[idx]

@@ -8,7 +8,7 @@ Resolving a 100 KB file again costs about 100 ms; its edited function alone, a f
 from __future__ import annotations
 
 from anchor_ls.syntax.reparse import common_prefix
-from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, local_names, scope_bodies
+from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, local_names
 
 _IMPORTS = ("im", "ima", "if")
 
@@ -26,6 +26,7 @@ class BodyEdit:
 
 def body_edit(
     old: FileSummary,
+    old_bodies: list[Body],
     new: FileSummary,
     new_bodies: list[Body],
     line: int,
@@ -40,7 +41,6 @@ def body_edit(
     a function changes what every reader of TABLE sees)."""
     if len(old.scopes) != len(new.scopes):
         return None
-    old_bodies = scope_bodies(old)
     redo: set[int] = set()
     for i in walked if walked is not None else range(len(new.scopes)):
         was, now = old.scopes[i], new.scopes[i]

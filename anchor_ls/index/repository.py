@@ -365,10 +365,10 @@ class Index:
             self._sources[relpath] = data
             self._hashes[relpath] = content_hash(data)
             if before is None:
-                return self._replace(pack_bodies(summary))
+                return self._replace(summary, parsed.bodies)
             line = first_changed_line(before, data)
             delta = data.count(b"\n") - before.count(b"\n")
-            return self._replace(pack_bodies(summary), (parsed.bodies, line, delta, parsed.walked))
+            return self._replace(summary, parsed.bodies, (line, delta, parsed.walked))
 
     def prepare_edits(self, relpath: str) -> None:
         """Parse relpath as indexed and keep its tree, so that even its first edit walks
@@ -418,10 +418,14 @@ class Index:
         return {relpath} | before | self._reresolve(redo)
 
     def _replace(
-        self, summary: FileSummary, edited: tuple[list[Body], int, int, range | None] | None = None
+        self,
+        summary: FileSummary,
+        bodies: list[Body],
+        edited: tuple[int, int, range | None] | None = None,
     ) -> set[str]:
-        """edited: the new bodies, first line changed, lines added and the scopes walked again,
-        file the index held (see bodies.body_edit)."""
+        """summary: unpacked, with its bodies; edited: the first line changed, the lines
+        added and the scopes walked again, for an edit of a file the index held (see
+        bodies.body_edit)."""
         self.ensure_engine()
         rel = summary.path
         old = self.binder.summaries.get(rel)
@@ -457,9 +461,9 @@ class Index:
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         edit = None
         if edited and old and not interface_changed and self.binder.knows_scopes(rel):
-            edit = body_edit(old, summary, *edited)
+            edit = body_edit(old, self.binder.bodies(rel), summary, bodies, *edited)
         before = self._edge_files(rel)
-        self.binder.put_file(summary, same_interface=not interface_changed)
+        self.binder.put_file(summary, same_interface=not interface_changed, bodies=bodies)
         if interface_changed:
             dependents |= self._dispatching_into(rel, {rel} | dependents)
         self._ids[rel] = factlib.scope_ids(summary)

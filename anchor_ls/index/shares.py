@@ -113,14 +113,15 @@ class Shares:
         for i, part in enumerate(parts):
             got = self._result(i, futures[i])
             if got is None:
-                if i:
-                    self.binder.forget_values()
                 for n, (rel, scopes) in enumerate(part.items(), 1):
                     out.append((rel, *self.binder.resolve_file(rel, scopes, facts.get(rel))))
                     if on_file:
                         on_file(rel)
                     if n % FORGET_EVERY == 0:
                         self.binder.forget_values()
+                # the next share starts from empty caches, and the workers' results are
+                # not loaded on top of what this one evaluated (the build's peak)
+                self.binder.forget_values()
                 continue
             resolved_there, per_scope = got
             self.binder.adopt(per_scope)
