@@ -115,8 +115,9 @@ def timed(index: object, rel: str, text: bytes, original: bytes) -> float:
 def reindex(index: object, big: str | None) -> tuple[float, float, list]:
     """ms to load the resolver state a warm start defers (a server does it while idle), ms of
     the first edit after it, then 5 median-size files and one large file, a body edit and an
-    appended def each: [(file, bytes, body ms, def ms)]. Each file is opened first, as a
-    server does on didOpen (prepare_edits, untimed): its edits reparse from its tree."""
+    appended def each: [(file, bytes, body ms, def ms)]. Each file's tree is kept first, as
+    a server does for the files opened last once the editor is quiet (prepare_edits,
+    untimed): its edits reparse from that tree."""
     srcs = {rel: data for rel in index.graph.files() if (data := index.source(rel))}
     picks = sorted(srcs, key=lambda r: len(srcs[r]))[max(0, len(srcs) // 2 - 2) :][:5]
     if big not in srcs:

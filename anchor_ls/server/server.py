@@ -28,6 +28,7 @@ from anchor_ls.server.progress import WorkProgress, indexing_message
 from anchor_ls.server.protocol import AnchorProtocol
 from anchor_ls.server.settings import Settings
 from anchor_ls.server.warm import HintKey, HintWarmer
+from anchor_ls.syntax.reparse import KEEP
 from anchor_ls.syntax.source import declared_encoding
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ class AnchorServer(LanguageServer):
         self.startup_problems: list[str] = []
         self.warmer = HintWarmer(self)
         self._background: set[asyncio.Future[Any]] = set()
+        self._preparing: asyncio.Future[None] | None = None
+        self._prepare_again = False
 
     # ----- plumbing -----------------------------------------------------
     @property
@@ -91,6 +94,30 @@ class AnchorServer(LanguageServer):
     def hint_key(self) -> HintKey:
         """What a file's hints depend on besides the index: fields, encoding, tooltips."""
         return self.settings.hint_fields, self.encoding, self.lazy_tooltips()
+
+    def prepare_edits_soon(self) -> None:
+        """Once the client is quiet, keep the trees of the documents opened last, so that
+        a keystroke there walks only what it changed (see Index.prepare_edits).
+
+        Parsing a large file holds the interpreter for tens of milliseconds: done when a
+        file opens, it would slow the hints the editor asks for next."""
+        self._prepare_again = True
+        if self._preparing is None or self._preparing.done():
+            self._preparing = asyncio.ensure_future(self._prepare_edits())
+
+    async def _prepare_edits(self) -> None:
+        while self._prepare_again:
+            self._prepare_again = False
+            for uri in reversed(list(self.workspace.text_documents)[-KEEP:]):
+                where = self.locate(uri)
+                if where is None:
+                    continue
+                while not self.quiet(ENGINE_QUIET):
+                    await asyncio.sleep(ENGINE_WAIT)
+                try:
+                    await self.mutate(where[0].prepare_edits, where[1])
+                except Exception:  # the first edit parses the whole file instead
+                    log.exception("parsing %s ahead of its edits failed", uri)
 
     def background(self, work: Any) -> None:
         """Run a coroutine without waiting for it (kept referenced until it ends)."""
@@ -324,10 +351,7 @@ class AnchorServer(LanguageServer):
                 folder.root.name,
                 (self.loop.time() - started) * 1000,
             )
-            for uri in list(self.workspace.text_documents):  # opened before it was there
-                where = self.locate(uri)
-                if where is not None and where[0] is folder:
-                    await self.mutate(folder.prepare_edits, where[1])
+            self.prepare_edits_soon()  # the documents opened before it was there
 
     async def reapply_buffers(self, folder: Folder) -> None:
         """After a build from disk, put the unsaved buffers of open documents back."""

@@ -33,12 +33,9 @@ def _folder_removed(folder: Folder, prefix: str) -> set[str]:
 
 def register(ls: AnchorServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(ls: AnchorServer, params: types.DidOpenTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.schedule_update(uri, delay=0)
-        where = ls.locate(uri)
-        if where is not None:  # its first edit then walks only what it changed
-            await ls.mutate(where[0].prepare_edits, where[1])
+    def did_open(ls: AnchorServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.schedule_update(params.text_document.uri, delay=0)
+        ls.prepare_edits_soon()
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: AnchorServer, params: types.DidChangeTextDocumentParams) -> None:

@@ -23,7 +23,15 @@ from anchor_ls.syntax.parse import (
     summary_of,
 )
 from anchor_ls.syntax.source import MAX_FILE_BYTES
-from anchor_ls.syntax.summary import Binding, Body, CallSite, FileSummary, Scope, Span
+from anchor_ls.syntax.summary import (
+    Binding,
+    Body,
+    CallSite,
+    FileSummary,
+    Scope,
+    Span,
+    scope_bodies,
+)
 
 KEEP = 4  # files under edit whose trees are kept (a 100 KB file's tree: a few MB)
 _DEFINITIONS = ("function_definition", "class_definition")
@@ -60,7 +68,7 @@ class Reparser:
         decoded, text = read_source(data, limit=len(data))
         tree = parser().parse(text)
         fresh = summary_of(relpath, decoded, text, tree)
-        self._keep_held(relpath, _Held(text, tree, summary, _bodies(fresh)))
+        self._keep_held(relpath, _Held(text, tree, summary, scope_bodies(fresh)))
 
     def summarize(
         self,
@@ -83,7 +91,7 @@ class Reparser:
             tree = parser().parse(text)
         if result is None:
             summary = summary_of(relpath, decoded, text, tree)
-            result = Reparsed(summary, _bodies(summary), None)
+            result = Reparsed(summary, scope_bodies(summary), None)
         self._keep_held(relpath, _Held(text, tree, result.summary, result.bodies))
         return result
 
@@ -92,10 +100,6 @@ class Reparser:
         self._held[relpath] = held
         while len(self._held) > self._keep:
             self._held.popitem(last=False)
-
-
-def _bodies(summary: FileSummary) -> list[Body]:
-    return [(s.calls, s.attr_reads, s.uses) for s in summary.scopes]
 
 
 def common_prefix(a: bytes, b: bytes) -> int:
