@@ -493,3 +493,12 @@ def test_prose_about_the_first_format_opens_no_block() -> None:
     source = b"# === CodeAnchor === is how blocks used to open\n# ===\nx = 1\n"
     result = strip(source)
     assert result.text == source and result.damaged == [] and result.removed == 0
+
+
+def test_a_file_whose_name_starts_with_an_equals_sign_is_tagged_and_stripped() -> None:
+    # "=.py" is a legal file name; only the first format's delimiter (an id "===") is not
+    source = b"def run():\n    pass\n"
+    tagged = materialize(source, {1: ["# === CodeAnchor =.py:run", "# CALLS: a.py:b", "# ==="]})
+    assert tagged.problems == [] and tagged.inserted == 1
+    assert b"# === CodeAnchor =.py:run\n" in tagged.text
+    assert strip(tagged.text).text == source

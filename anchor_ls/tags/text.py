@@ -35,8 +35,9 @@ from anchor_ls.tags.scan import (
 
 MODULE = 0  # the key of the module block in a `blocks` mapping
 
-# No id starts with "=": prose about the first format's delimiter opens no block.
-_OPEN = re.compile(rb"([ \t\f]*)# === CodeAnchor (?!=).+\Z")
+# No id starts with "===" (a file named "=.py" is fine): prose about the first format's
+# delimiter opens no block.
+_OPEN = re.compile(rb"([ \t\f]*)# === CodeAnchor (?!===).+\Z")
 _CLOSE = re.compile(rb"([ \t\f]*)# ===[ \t]*\Z")
 _FIELD = re.compile(rb"([ \t\f]*)# [A-Z][A-Z0-9_]*: .*\Z")
 # The first format: one delimiter line opens and closes, a "# <kind> <id>" line follows it.
