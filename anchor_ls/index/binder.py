@@ -120,6 +120,7 @@ class Binder:
             return
         self._names.pop(path, None)
         self._mutations.pop(path, None)
+        self._handed.pop(path, None)
         for cache in (self._outer_cache, self._lookup_cache, self._module_attr_cache):
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
@@ -158,6 +159,7 @@ class Binder:
         self._names: dict[str, list] = {}
         self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
         self._mutations: dict[str, dict[tuple[int, str], list]] = {}
+        self._handed: dict[str, frozenset[str]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
         self.forget_values()
 
@@ -337,10 +339,7 @@ class Binder:
 
         A plain `x["k"] = v` in x's own scope between its binding and the read replaces the
         value of "k" (the last one wins); every other mutation only adds."""
-        table = self._mutations.get(path)
-        if table is None:
-            table = self._mutations[path] = self._collect_mutations(path)
-        found = table.get((idx, name))
+        found = self._mutation_table(path).get((idx, name))
         if not found:
             return values
         key = ("mut", path, idx, name)
@@ -388,6 +387,96 @@ class Binder:
                 return idx
             idx, first = scope.parent, False
         return None
+
+    # ----- index-sensitive reads of literal lists -------------------------
+    def _literal_item(self, expr: Expr, ctx: Ctx) -> tuple[Expr, Ctx] | None:
+        """`ls[1]` of a list display for certain: its second item, where it was written."""
+        index = self._constant_int(expr[2], ctx)
+        if index is None:
+            return None
+        found = self._literal(expr[1], ctx, 0)
+        if found is None or not -len(found[0]) <= index < len(found[0]):
+            return None
+        return found[0][index], found[1]
+
+    def _constant_int(self, expr: Expr, ctx: Ctx) -> int | None:
+        """An int literal, or a name bound once to one (here or in the module it is
+        imported from)."""
+        for _hop in range(4):
+            if expr[0] == "k":
+                return expr[1] if isinstance(expr[1], int) else None
+            if expr[0] == "n":
+                owner = self._binding_scope(ctx.path, ctx.scope, expr[1])
+                bindings = self.names(ctx.path, owner).get(expr[1], ()) if owner is not None else ()
+                if len(bindings) != 1:
+                    return None
+                expr = bindings[0].value
+            elif expr[0] == "if":
+                module = self.modules.resolve(expr[1], expr[2], ctx.path)
+                if module is None or module not in self.summaries:
+                    return None
+                ctx, expr = Ctx(module, 0, 0), ("n", expr[3])
+            else:
+                return None
+        return None
+
+    def _literal(self, expr: Expr, ctx: Ctx, depth: int) -> tuple[Sequence[Expr], Ctx] | None:
+        """The items of the list or tuple display expr stands for, for certain: a display
+        without `*`, a constant index or slice of one, or a name bound once to one that the
+        file never grows, calls a method of, or hands on (see _handed_on)."""
+        tag = expr[0]
+        if tag == "l":
+            return (expr[1], ctx) if all(item[0] != "*" for item in expr[1]) else None
+        if depth > 8:
+            return None
+        if tag == "s":
+            outer = self._literal(expr[1], ctx, depth + 1)
+            key = expr[2]
+            if outer is None:
+                return None
+            if key[0] == "sl" and len(key) == 3:
+                return outer[0][key[1] : key[2]], outer[1]
+            items, index = outer[0], self._constant_int(key, ctx)
+            if index is not None and -len(items) <= index < len(items):
+                return self._literal(items[index], outer[1], depth + 1)
+            return None
+        if tag != "n":
+            return None
+        path, name = ctx.path, expr[1]
+        owner = self._binding_scope(path, ctx.scope, name)
+        bindings = self.names(path, owner).get(name, ()) if owner is not None else ()
+        if len(bindings) != 1 or bindings[0].value[0] not in ("l", "s", "n"):
+            return None
+        if (owner, name) in self._mutation_table(path) or name in self._handed_on(path):
+            return None
+        binding = bindings[0]
+        at = Ctx(path, owner, binding.pos - 1, binding.blocks)
+        return self._literal(binding.value, at, depth + 1)
+
+    def _handed_on(self, path: str) -> frozenset[str]:
+        """Names of path that may stand for something else than what they were bound to:
+        used as a value (passed, returned, stored, aliased), or the object of a method call
+        (`ls.sort()`). Reading an item or iterating keeps a list as it is."""
+        found = self._handed.get(path)
+        if found is None:
+            names: set[str] = set()
+            summary = self.summaries[path]
+            bodies = self.bodies(path)
+            for scope, (calls, _reads, _uses) in zip(summary.scopes, bodies, strict=True):
+                for site in calls:
+                    if site.kind not in _PROTOCOLS:  # what `for` iterates stays as it is
+                        _names_in((site.func, site.args, site.kwargs), names)
+                _names_in([b.value for b in scope.bindings], names)
+                _names_in((scope.return_values, scope.yields, scope.attr_assigns), names)
+                _names_in([added for _name, added, _pos, _replaces in scope.mutations], names)
+            found = self._handed[path] = frozenset(names)
+        return found
+
+    def _mutation_table(self, path: str) -> dict[tuple[int, str], list]:
+        table = self._mutations.get(path)
+        if table is None:
+            table = self._mutations[path] = self._collect_mutations(path)
+        return table
 
     def _star_lookup(self, path: str, scope: Scope, name: str) -> Values:
         if name.startswith("_"):
@@ -476,6 +565,9 @@ class Binder:
                 return EMPTY
             return frozenset({("D", tuple(sorted((k, frozenset(v)) for k, v in keyed.items())))})
         if tag == "s":
+            item = self._literal_item(expr, ctx)
+            if item is not None:
+                return self.eval(*item)
             return self.subscript(self.eval(expr[1], ctx), expr[2])
         if tag == "it":
             return self.elements(self.eval(expr[1], ctx))
@@ -1791,6 +1883,30 @@ def _plain(contrib: dict) -> dict:
 
 def _is_accessor_variant(scope: Scope, name: str) -> bool:
     return any(decorator_name(d) in (f"{name}.setter", f"{name}.deleter") for d in scope.decorators)
+
+
+def _names_in(value: object, out: set[str]) -> None:
+    """The names in value (exprs, or sequences of them), except the base of a subscript
+    and what is iterated or unpacked: reading an item leaves a list as it is."""
+    sequence = isinstance(value, tuple) and not (value and isinstance(value[0], str))
+    if isinstance(value, list) or sequence:
+        for part in value:
+            _names_in(part, out)
+        return
+    if not isinstance(value, tuple) or not value:
+        return
+    tag = value[0]
+    if tag == "n":
+        out.add(value[1])
+    elif tag in ("s", "it", "ix"):
+        if value[1][0] != "n":
+            _names_in(value[1], out)
+        if tag == "s":
+            _names_in(value[2], out)
+    else:
+        for part in value[1:]:
+            if isinstance(part, (tuple, list)):
+                _names_in(part, out)
 
 
 def _literal_items(expr: Expr) -> tuple[Expr, ...] | None:

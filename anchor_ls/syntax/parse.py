@@ -721,6 +721,8 @@ class _Walker:
             return handler(self, node)
         if t in _CONSTANT_TYPES:
             return ("k", _integer(self.text(node))) if t == "integer" else UNKNOWN
+        if t == "unary_operator" and (number := _int_literal(node)) is not None:
+            return ("k", number)  # `ls[-1]`
         if t in _COMPREHENSIONS:
             return self.comprehension(node)
         if t in _SEQUENCES:
@@ -839,7 +841,7 @@ class _Walker:
         keys = []
         for k in node.children_by_field_name("subscript"):
             value = self.expr(k)
-            keys.append(("sl",) if k.type == "slice" else value)
+            keys.append(_slice_key(k) if k.type == "slice" else value)
         expr = ("s", base, keys[0] if keys else UNKNOWN)
         if keys and keys[0][0] == "k" and _keyed_base(base):
             self.use("s", expr, node.children_by_field_name("subscript")[0])
@@ -980,6 +982,34 @@ def note_free_calls(scopes: list[Scope], among: range | None = None) -> None:
             up = scopes[up].parent
         if called & outer:
             scope.free_calls = frozenset(called & outer)
+
+
+def _slice_key(node: Node) -> Expr:
+    """("sl", start, stop) for a slice by int literals (None where one is left out), else
+    ("sl",): the binder reads `items[1:3]` of a literal list as those items."""
+    bounds: list[int | None] = [None, None]
+    part = 0
+    for child in node.children:
+        if child.type == ":":
+            part += 1
+            if part > 1:  # a step
+                return ("sl",)
+        elif child.type != "comment":
+            value = _int_literal(child)
+            if value is None:
+                return ("sl",)
+            bounds[part] = value
+    return ("sl", *bounds)
+
+
+def _int_literal(node: Node) -> int | None:
+    if node.type == "unary_operator" and node.child_count == 2 and node.children[0].type == "-":
+        inner = _int_literal(node.children[1])
+        return -inner if inner is not None else None
+    if node.type == "integer":
+        value = _integer(node.text.decode() if node.text else "")
+        return value if isinstance(value, int) else None
+    return None
 
 
 def _integer(text: str) -> int | str:
