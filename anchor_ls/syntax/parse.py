@@ -690,7 +690,11 @@ class _Walker:
             if base is not None and base.type == "identifier":
                 self.mutate(self.text(base), added, pos, replaces)
             else:
-                self.expr(node)
+                written = self.expr(node)
+                while written[0] == "s":
+                    written = written[1]
+                if written[0] == "a":  # `self.registry[k] = v`
+                    self.grow(written, added, pos)
         else:
             self.expr(node)
 
@@ -759,8 +763,8 @@ class _Walker:
                         args.append(self.value(arg))
         self.no_refs = saved_no_refs
         targs, tkwargs = tuple(args), tuple(kwargs)
-        if func[0] == "a" and func[1][0] == "n" and func[2] in _MUTATORS:
-            self.mutation_call(func[1][1], func[2], targs, tkwargs, node.end_byte)
+        if func[0] == "a" and func[1][0] in ("n", "a") and func[2] in _MUTATORS:
+            self.mutation_call(func[1], func[2], targs, tkwargs, node.end_byte)
         span_node = func_node
         if func_node is not None and func_node.type == "attribute":
             span_node = func_node.child_by_field_name("attribute") or func_node
@@ -774,27 +778,39 @@ class _Walker:
 
     def mutation_call(
         self,
-        name: str,
+        target: Expr,
         method: str,
         args: tuple[Expr, ...],
         kwargs: tuple[tuple[str, Expr], ...],
         pos: int,
     ) -> None:
-        """`x.append(f)`, `x.update({...})`, `x.setdefault(k, f)`: what x holds grows."""
+        """`x.append(f)`, `x.update({...})`, `x.setdefault(k, f)`: what x holds grows.
+        target: a name, or an attribute (`self.handlers.append(f)`)."""
+        grown: list[tuple[Expr, bool]] = []  # (what is added, whether its keys replace)
         if method in ("append", "add") and args:
-            self.mutate(name, ("l", (args[0],)), pos)
+            grown.append((("l", (args[0],)), False))
         elif method == "insert" and len(args) > 1:
-            self.mutate(name, ("l", (args[1],)), pos)
+            grown.append((("l", (args[1],)), False))
         elif method == "extend" and args:
-            self.mutate(name, args[0], pos)
+            grown.append((args[0], False))
         elif method == "setdefault" and len(args) > 1:
-            self.mutate(name, ("d", ((args[0], args[1]),)), pos)
+            grown.append((("d", ((args[0], args[1]),)), False))
         elif method == "update":
-            for arg in args:
-                self.mutate(name, arg, pos, arg[0] == "d")
+            grown.extend((arg, arg[0] == "d") for arg in args)
             pairs = tuple((("k", k), v) for k, v in kwargs if k != "**")
             if pairs:
-                self.mutate(name, ("d", pairs), pos, True)
+                grown.append((("d", pairs), True))
+        for added, replaces in grown:
+            self.grow(target, added, pos, replaces)
+
+    def grow(self, target: Expr, added: Expr, pos: int, replaces: bool = False) -> None:
+        """What a name holds grows (see mutate); what an attribute holds grows as if it
+        were assigned the addition too (attribute values are the union of what is
+        assigned to them anywhere)."""
+        if target[0] == "n":
+            self.mutate(target[1], added, pos, replaces)
+        elif target[0] == "a":
+            self.scope.attr_assigns.append((target[1], target[2], added, pos))
 
     def add_call(
         self,
