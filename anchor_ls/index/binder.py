@@ -63,6 +63,14 @@ _CALLBACK_CALLERS = {
     "builtins.min": "key",
     "builtins.max": "key",
 }
+# Builtins that call a special method of (each of) their positional arguments: str(x)
+# runs x.__str__, len(x) x.__len__, print(a, b) the __str__ of each.
+_DUNDER_CALLERS = {
+    "builtins.str": ("__str__", 1),
+    "builtins.repr": ("__repr__", 1),
+    "builtins.len": ("__len__", 1),
+    "builtins.print": ("__str__", None),
+}
 _MAX_FLOWED = 6
 _MAX_VALUES = 64
 
@@ -1570,6 +1578,8 @@ class Binder:
             targets.append((("f", fn[1], fn[2]), None, True))
         for fn in self._callbacks(callees, site, ctx):
             targets.append((fn, None, False))
+        for fn in self._special_methods(callees, site, ctx):
+            targets.append((fn, None, True))
         if not targets:
             counts[1 if any(v[0] == "x" for v in callees) else 2] += 1
             return
@@ -1630,6 +1640,21 @@ class Binder:
             for expr in handed:
                 for fn, _receiver, _bound in self.call_targets(self.eval(expr, ctx)):
                     out.append(fn)
+        return out
+
+    def _special_methods(self, callees: Values, site: CallSite, ctx: Ctx) -> set[Value]:
+        """The `__str__`, `__len__`, ... of repository classes that `str(x)`, `len(x)`,
+        `print(x)` and the like run (see _DUNDER_CALLERS)."""
+        out: set[Value] = set()
+        for v in callees:
+            if v[0] != "x" or v[1] not in _DUNDER_CALLERS:
+                continue
+            method, count = _DUNDER_CALLERS[v[1]]
+            for expr in [a for a in site.args if a[0] != "*"][:count]:
+                for inst in self.eval(expr, ctx):
+                    if inst[0] in ("i", "I"):
+                        found = self.attribute(frozenset({inst}), method, ctx)
+                        out |= {("f", fn[1], fn[2]) for fn in found if fn[0] in ("f", "b")}
         return out
 
     def _flow_args(
