@@ -104,9 +104,15 @@ class Shares:
         for i, part in enumerate(parts):
             if (pool := self.pools[i]) is None:
                 continue
-            previous = {rel: facts[rel] for rel, sc in part.items() if sc is not None}
+            partial = [rel for rel, sc in part.items() if sc is not None]
+            previous = {rel: facts[rel] for rel in partial}
+            # the scopes not resolved again keep passing what they passed, wherever the
+            # file was resolved before: this process holds every file's (see adopt)
+            known = self.binder.scope_contributions(
+                [rel for rel in partial if self.binder.knows_scopes(rel)]
+            )
             try:
-                futures[i] = pool.submit(_round, passed, part, previous)
+                futures[i] = pool.submit(_round, passed, part, previous, known)
             except Exception:
                 self._drop(i)
         out: list[Resolved] = []
@@ -167,13 +173,19 @@ def _start(origin: Origin | None) -> None:
         raise RuntimeError("no binder to start from")
 
 
-def _round(passed: list[tuple[str, dict]], todo: Todo, previous: dict[str, FileFacts]) -> bytes:
+def _round(
+    passed: list[tuple[str, dict]],
+    todo: Todo,
+    previous: dict[str, FileFacts],
+    known: dict[str, dict[int, dict]],
+) -> bytes:
     binder = _worker
     assert binder is not None
     if passed:  # what the parent's binder learnt after the last round
         for rel, contrib in passed:
             binder.set_contribution(rel, contrib)
         binder.forget_values()
+    binder.adopt(known)
     out = []
     for n, (rel, scopes) in enumerate(todo.items(), 1):
         out.append((rel, *binder.resolve_file(rel, scopes, previous.get(rel))))
