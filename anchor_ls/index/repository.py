@@ -27,6 +27,7 @@ from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
 from anchor_ls.index.shares import Shares
+from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
@@ -74,7 +75,7 @@ class Index:
         self._use_cache = use_cache
         self._cache: Cache | None = None
         self.binder = Binder()
-        self._sources: dict[str, bytes] = {}
+        self._sources = Sources()
         self._reparser = Reparser()  # the trees of files under edit
         self._hashes: dict[str, str] = {}
         self._facts: dict[str, FileFacts] = {}
@@ -107,6 +108,10 @@ class Index:
         """The bytes last indexed for relpath (an editor buffer or the disk)."""
         return self._sources.get(relpath)
 
+    def source_size(self, relpath: str) -> int:
+        """len(source(relpath)), without reading it (0 when it is not indexed)."""
+        return self._sources.size(relpath)
+
     def content_hash(self, relpath: str) -> str | None:
         return self._hashes.get(relpath)
 
@@ -119,7 +124,7 @@ class Index:
     def _build(self, progress: Progress | None) -> IndexStats:
         self._built = None
         self.problems = {}
-        self._sources, self._hashes = {}, {}
+        self._sources, self._hashes = Sources(), {}
         # A full build starts from nothing: facts of an earlier build may name files now gone.
         self.binder = Binder()
         self._facts, self._ids = {}, {}
@@ -133,7 +138,7 @@ class Index:
         for rel in relpaths:
             data = self._read(rel)
             if data is not None:
-                self._sources[rel] = data
+                self._sources.put(rel, data)
                 self._hashes[rel] = content_hash(data)
         cache = self._open_cache()
         fingerprint = self._fingerprint()
@@ -257,7 +262,7 @@ class Index:
                 progress(done, total, rel)
             if isinstance(result, Problem):
                 self.problems[rel] = result
-                self._sources.pop(rel, None)
+                self._sources.pop(rel)
                 self._hashes.pop(rel, None)
                 continue
             summary = pickle.loads(result)
@@ -278,7 +283,8 @@ class Index:
         costs a start-up (so it pays only for more files) and leaves no process behind.
         The order of results is the order of todo either way.
         """
-        jobs = [(rel, self._sources[rel], self.max_file_bytes) for rel in todo]
+        read = self._sources.get
+        jobs = [(rel, read(rel, keep=False) or b"", self.max_file_bytes) for rel in todo]
         done = 0
         context = _pool_context(len(jobs)) if self.workers > 1 else None
         if context is not None:
@@ -362,7 +368,7 @@ class Index:
             self.problems.pop(relpath, None)
             self._note_summary_problems(summary)
             before = self._sources.get(relpath)
-            self._sources[relpath] = data
+            self._sources.put(relpath, data)
             self._hashes[relpath] = content_hash(data)
             if before is None:
                 return self._replace(summary, parsed.bodies)
@@ -406,7 +412,7 @@ class Index:
         dependents |= self._dispatching_into(relpath, {relpath} | dependents)
         grown = self.binder.forget_contribution(relpath)
         dependents |= self._forget_values_into(relpath)
-        self._sources.pop(relpath, None)
+        self._sources.pop(relpath)
         self._reparser.forget(relpath)
         self._hashes.pop(relpath, None)
         self._facts.pop(relpath, None)
@@ -526,7 +532,7 @@ class Index:
         return out
 
     def _mentions(self, rel: str, names: set[bytes]) -> bool:
-        source = self._sources.get(rel)
+        source = self._sources.get(rel, keep=False)
         return source is None or b"import *" in source or any(n in source for n in names)
 
     def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
@@ -746,7 +752,7 @@ class Index:
             (rel, problem) for rel, problem in state["problems"].items() if rel in self._hashes
         )
         for rel in set(self._hashes) - set(paths):
-            self._sources.pop(rel, None)
+            self._sources.pop(rel)
             self._hashes.pop(rel, None)
         self._stats = state["stats"]
         # The hashes the cached summaries were stored under: an edit may change ours first.

@@ -127,7 +127,7 @@ class HintWarmer:
             files = graph.files()
         index = folder.index
         if index is not None:
-            files.sort(key=lambda rel: -len(index.source(rel) or b""))
+            files.sort(key=lambda rel: -index.source_size(rel))
         first: list[str] = []
         for uri in list(self.server.workspace.text_documents):
             where = self.server.locate(uri)
