@@ -82,7 +82,7 @@ class Folder:
         self.hints_read_for: Index | None = None
         self.hints_restored = 0
         self.hints_saved_for: Index | None = None
-        self._views: dict[str, SourceView] = {}
+        self._views: dict[str, tuple[str, SourceView]] = {}  # relpath -> (content hash, view)
 
     # ----- reads (any thread) -------------------------------------------
     @property
@@ -97,16 +97,20 @@ class Folder:
         return rel.as_posix()
 
     def view(self, relpath: str) -> SourceView | None:
-        """Derived facts of the source last indexed for relpath (cached until it changes)."""
+        """Derived facts of the source last indexed for relpath (cached until its content
+        hash changes: the index keeps sources compressed, reading one makes new bytes)."""
         index = self.index
-        source = index.source(relpath) if index is not None else None
-        if source is None:
+        digest = index.content_hash(relpath) if index is not None else None
+        if index is None or digest is None:
             return None
         cached = self._views.get(relpath)
-        if cached is not None and cached.source is source:
-            return cached
+        if cached is not None and cached[0] == digest:
+            return cached[1]
+        source = index.source(relpath)
+        if source is None:
+            return None
         view = SourceView(self.root_uri, relpath, source)
-        self._views[relpath] = view
+        self._views[relpath] = (digest, view)
         return view
 
     # ----- mutations (indexer thread only) ------------------------------

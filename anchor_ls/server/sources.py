@@ -2,7 +2,7 @@
 
 A hint request names entities of many files; each file's URI, line table and the
 client ranges of its definitions are kept here until the index holds new bytes for
-that file (the cache is keyed by the identity of the indexed source).
+that file (the cache is keyed by the content hash of the indexed source).
 """
 
 from __future__ import annotations
