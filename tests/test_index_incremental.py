@@ -484,6 +484,12 @@ def test_edits_inside_bodies_resolve_only_what_they_touch_and_equal_a_fresh_buil
         lambda s: s + "\ntail()\n",
         # a call removed
         lambda s: s.replace("        other()\n", "", 1),
+        # a function added at the end that nothing calls yet: it and the module alone
+        lambda s: s + "\n\ndef added():\n    return helper()\n",
+        # a call of a name that is not defined yet...
+        lambda s: s.replace("def tail():\n", "def tail():\n    later()\n"),
+        # ...then defined: what calls it resolves again, the whole file
+        lambda s: s + "\n\ndef later():\n    return 3\n",
     ]
     seen_partial = scoped_resolutions(idx)
     first_partial = []
@@ -495,8 +501,10 @@ def test_edits_inside_bodies_resolve_only_what_they_touch_and_equal_a_fresh_buil
         fresh.build()
         assert idx.graph.to_json() == fresh.graph.to_json()
         assert all_sites(idx) == all_sites(fresh)
-    # the body edits were resolved scope by scope, the import and module edits whole
-    assert first_partial == [True, True, True, True, True, False, False, True]
+    # the body edits and the unread addition were resolved scope by scope, the import,
+    # module and read-addition edits whole
+    assert first_partial == [True, True, True, True, True, False, False, True, True, True, False]
+    assert "mod.py:later" in idx.graph.out(CALLS, "mod.py:tail")
 
 
 def test_after_a_warm_start_a_body_edit_also_resolves_only_its_scopes(tmp_path: Path) -> None:

@@ -32,32 +32,53 @@ def body_edit(
     line: int,
     delta: int,
     walked: range | None = None,
+    unread: frozenset[str] = frozenset(),
 ) -> BodyEdit | None:
-    """What an edit changed in the scopes of a file whose definitions stayed the same,
-    given the first line it changed and the lines it added (negative: removed), and the
-    scopes walked again when the others were only moved (see syntax.reparse); None when
-    the whole file must be resolved again (imports inside a function changed, a `global`
-    is involved, or a changed scope adds to a name of an enclosing scope: `TABLE[k] = f` in
-    a function changes what every reader of TABLE sees)."""
-    if len(old.scopes) != len(new.scopes):
+    """What an edit changed in the scopes of a file, given the first line it changed and
+    the lines it added (negative: removed), and the scopes walked again when the others
+    were only moved (see syntax.reparse); None when the whole file must be resolved again
+    (imports inside a function changed, a `global` is involved, or a changed scope adds to
+    a name of an enclosing scope: `TABLE[k] = f` in a function changes what every reader
+    of TABLE sees).
+
+    The file's definitions stayed the same, or (unread) new ones were added after them
+    under names no other code of the file reads: they are resolved, and a scope that
+    only binds those names more changes nothing for the functions nested in it."""
+    count = len(old.scopes)
+    if len(new.scopes) != count and not (unread and len(new.scopes) > count):
         return None
-    redo: set[int] = set()
-    for i in walked if walked is not None else range(len(new.scopes)):
-        was, now = old.scopes[i], new.scopes[i]
-        if _shape(was, old_bodies[i], line, delta) == _shape(now, new_bodies[i], line, 0):
+    redo = set(range(count, len(new.scopes)))
+    if any(_reaches_out(new.scopes[i]) for i in redo):
+        return None
+    seen_inside: set[int] = set(redo)  # redone scopes whose change nested functions may see
+    for i in walked if walked is not None else range(count):
+        was = _shape(old.scopes[i], old_bodies[i], line, delta)
+        now = _shape(new.scopes[i], new_bodies[i], line, 0)
+        if was == now:
             continue
-        if _reaches_out(was) or _reaches_out(now):
-            return None
         redo.add(i)
+        if unread and _binds_more_of(was, now, unread):
+            continue  # it binds the new definitions, which nothing nested in it reads
+        if _reaches_out(old.scopes[i]) or _reaches_out(new.scopes[i]):
+            return None
+        seen_inside.add(i)
     # A scope's names are seen by the functions nested in it.
     scopes = new.scopes
     for i in range(len(scopes)):
         parent = scopes[i].parent
-        while parent >= 0 and parent not in redo:
+        while parent >= 0 and parent not in seen_inside:
             parent = scopes[parent].parent
         if parent >= 0:
             redo.add(i)
     return BodyEdit(redo, line, delta)
+
+
+def _binds_more_of(was: tuple, now: tuple, names: frozenset[str]) -> bool:
+    """Whether two shapes of a scope differ only by more bindings of names."""
+    if was[:3] != now[:3] or was[4] != now[4]:
+        return False
+    before, after = was[3], now[3]
+    return before == [b for b in after if b[0] not in names] and len(after) > len(before)
 
 
 def _shape(scope: Scope, body: Body, line: int, delta: int) -> tuple:

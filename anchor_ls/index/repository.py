@@ -8,6 +8,7 @@ import gc
 import hashlib
 import os
 import pickle
+import re
 import sqlite3
 import stat
 import threading
@@ -466,8 +467,11 @@ class Index:
                 linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         edit = None
-        if edited and old and not interface_changed and self.binder.knows_scopes(rel):
-            edit = body_edit(old, self.binder.bodies(rel), summary, bodies, *edited)
+        if edited and old and self.binder.knows_scopes(rel):
+            unread = self._unread_additions(old, summary) if interface_changed else frozenset()
+            if not interface_changed or unread:
+                old_bodies = self.binder.bodies(rel)
+                edit = body_edit(old, old_bodies, summary, bodies, *edited, unread=unread)
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed, bodies=bodies)
         if interface_changed:
@@ -479,6 +483,30 @@ class Index:
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
         return {rel} | before | changed
+
+    def _unread_additions(self, old: FileSummary, new: FileSummary) -> frozenset[str]:
+        """The names an edit added definitions under, when that is all it changed of the
+        file's interface and no code of the file outside them reads those names (a
+        function typed at the end of a file, called from nowhere yet); else empty.
+
+        Such an edit changes nothing the file's other scopes resolve to: only the new
+        definitions and the scopes that bind them need resolving (see body_edit)."""
+        count = len(old.scopes)
+        if len(new.scopes) <= count or _layout(new)[:count] != _layout(old):
+            return frozenset()
+        names = self._changed_names(old, new)
+        source = self._sources.get(new.path, keep=False)
+        if not names or source is None or b"\r" in source:
+            return frozenset()
+        lines = source.split(b"\n")
+        for scope in new.scopes[count:]:  # the new definitions' own text
+            lines[scope.start_line - 1 : scope.end_line] = [b""] * (
+                scope.end_line - scope.start_line + 1
+            )
+        rest = b"\n".join(lines)
+        if any(re.search(rb"\b%s\b" % re.escape(name), rest) for name in names):
+            return frozenset()
+        return frozenset(name.decode() for name in names)
 
     def _interface_of(self, summary: FileSummary) -> int:
         return self._memo(summary, "hash", _interface)
@@ -532,8 +560,7 @@ class Index:
         return out
 
     def _mentions(self, rel: str, names: set[bytes]) -> bool:
-        source = self._sources.get(rel, keep=False)
-        return source is None or b"import *" in source or any(n in source for n in names)
+        return self._sources.mentions(rel, names)
 
     def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
         """Drop the argument facts that name rel's scopes (those in gone; None: all of
