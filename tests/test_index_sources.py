@@ -28,17 +28,3 @@ def test_a_glance_does_not_push_out_the_files_read_last() -> None:
     for i in range(2, 2 * RECENT):  # an edit's dependents, each read once
         assert sources.get(f"m{i}.py", keep=False) == b"x = %d\n" % i
     assert sources.get("m1.py") is kept
-
-
-def test_mentions_finds_words_not_parts_of_words_and_star_imports() -> None:
-    sources = Sources()
-    sources.put("a.py", b"from m import helper\n\ndef run():\n    return helper()\n")
-    sources.put("b.py", b"from m import *\n")
-    sources.put("c.py", b"x = helpers_table\n")
-    assert sources.mentions("a.py", {b"helper"})
-    assert not sources.mentions("a.py", {b"other", b"help"})
-    assert sources.mentions("b.py", {b"anything"})  # a star import may bring any name
-    assert not sources.mentions("c.py", {b"helper"})
-    assert sources.mentions("a.py", {b"m"}) and sources.mentions("gone.py", {b"x"})
-    sources.put("a.py", b"y = 1\n")  # new text, new sketch
-    assert not sources.mentions("a.py", {b"helper"})

@@ -56,6 +56,7 @@ def comparable(summary: FileSummary, bodies: list[Body]) -> tuple[Any, ...]:
         scopes.append((fields, tuple(tuple(part) for part in body)))
     constants = [tuple(c) for c in summary.constants]
     top = (summary.line_count, summary.all_names, constants, summary.problems, summary.encoding)
+    top += (summary.words,)
     return (scopes, *top)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.parse import may_mention, summarize, words_sketch
 from anchor_ls.syntax.source import UnreadableSource, declared_encoding, decode_source
 from anchor_ls.syntax.summary import FileSummary, Scope
 
@@ -217,3 +217,13 @@ def test_a_clean_file_has_no_problems_and_every_definition() -> None:
     summary = summarize("clean.py", source.encode())
     assert summary.problems == []
     assert {"before", "fine", "After", "After.m", "helper"} == set(scopes(summary))
+
+
+def test_the_words_sketch_rules_out_absent_words_only() -> None:
+    text = b"from m import helper\n\ndef run():\n    return helper(x='other')\n"
+    words = words_sketch(text)
+    for present in (b"helper", b"run", b"other", b"m", b"from"):
+        assert may_mention(words, present)
+    absent = [b"help", b"helpers", b"runner", b"zzz", b"QuerySet", b"_bench_edit_fn"]
+    assert sum(may_mention(words, word) for word in absent) <= 1  # a rare hash collision
+    assert may_mention(words, b"django.db")  # not one word: the sketch cannot tell

@@ -32,7 +32,7 @@ from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
-from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.parse import may_mention, summarize
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
 from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
@@ -560,7 +560,15 @@ class Index:
         return out
 
     def _mentions(self, rel: str, names: set[bytes]) -> bool:
-        return self._sources.mentions(rel, names)
+        """Whether rel's text has one of the words names, or it imports `*`."""
+        summary = self.binder.summaries.get(rel)
+        if summary is None or any(scope.star_imports for scope in summary.scopes):
+            return True
+        maybe = [name for name in names if may_mention(summary.words, name)]
+        if not maybe:  # ruled out by the sketch of its words, without reading it
+            return False
+        source = self._sources.get(rel, keep=False)
+        return source is None or any(re.search(rb"\b%s\b" % re.escape(n), source) for n in maybe)
 
     def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
         """Drop the argument facts that name rel's scopes (those in gone; None: all of

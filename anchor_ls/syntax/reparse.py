@@ -21,6 +21,7 @@ from anchor_ls.syntax.parse import (
     rewalk_function,
     summary_lines,
     summary_of,
+    words_sketch,
 )
 from anchor_ls.syntax.source import MAX_FILE_BYTES
 from anchor_ls.syntax.summary import (
@@ -225,6 +226,7 @@ def _splice(held: _Held, text: bytes, node: Node, move: _Move) -> Reparsed | Non
         all_names=old.all_names,
         constants=[(n, move.line(a), move.line(b), move.span(s)) for n, a, b, s in old.constants],
         encoding=old.encoding,
+        words=words_sketch(text),
     )
     return Reparsed(summary, bodies, range(idx, end))
 
