@@ -3,8 +3,8 @@
 An index reads them rarely and a few at a time (the dependents of an edit that name what
 changed, the file a request is about, a materialize), but holds them all: Django's are
 17 MB, 4.5 MB once compressed by zlib's fastest level (a tenth of a second for them
-all). The files read last stay decompressed, the same bytes object each time (a
-server's views of a file are kept while its source is the same object).
+all). The files read last stay decompressed: the file a request is about is read
+again at once.
 """
 
 from __future__ import annotations
