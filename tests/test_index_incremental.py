@@ -565,3 +565,27 @@ def test_a_function_filling_a_module_table_refreshes_the_readers_of_the_table(
     fresh = Index(tmp_path, use_cache=False)
     fresh.build()
     assert idx.graph.to_json() == fresh.graph.to_json()
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_body_edits_of_a_file_with_cr_line_ends_equal_a_fresh_build(
+    tmp_path: Path, newline: str
+) -> None:
+    # Python reads a lone CR as a line break: lines must be counted as it counts them
+    (tmp_path / "mod.py").write_bytes(BODIES.replace("\n", newline).encode())
+    idx = Index(tmp_path, use_cache=False)
+    idx.build()
+    text = BODIES
+    for change in (
+        lambda s: s.replace("def helper():\n", "def helper():\n    # note\n\n"),
+        lambda s: s.replace(
+            "        value = helper()\n", "        value = helper()\n        other()\n"
+        ),
+    ):
+        text = change(text)
+        data = text.replace("\n", newline).encode()
+        (tmp_path / "mod.py").write_bytes(data)
+        idx.update_file("mod.py", data)
+        fresh = Index(tmp_path, use_cache=False)
+        fresh.build()
+        assert all_sites(idx) == all_sites(fresh)

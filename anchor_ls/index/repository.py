@@ -373,8 +373,9 @@ class Index:
             self._hashes[relpath] = content_hash(data)
             if before is None:
                 return self._replace(summary, parsed.bodies)
-            line = first_changed_line(before, data)
-            delta = data.count(b"\n") - before.count(b"\n")
+            old, new = _python_lines(before), _python_lines(data)
+            line = first_changed_line(old, new)
+            delta = new.count(b"\n") - old.count(b"\n")
             return self._replace(summary, parsed.bodies, (line, delta, parsed.walked))
 
     def prepare_edits(self, relpath: str) -> None:
@@ -959,6 +960,12 @@ def _summarize_job(job: tuple[str, bytes, int]) -> bytes | Problem:
     except RecursionError:
         return Problem(rel, "too-deep", "nesting too deep to read; skipped")
     return pickle.dumps(pack_bodies(summary), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _python_lines(data: bytes) -> bytes:
+    """data with every line ending a "\n", as Python (and the summaries) count lines: a
+    lone CR ends a line too."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
 
 
 def _interface(summary: FileSummary) -> int:
