@@ -13,7 +13,7 @@ def test_bytes_come_back_as_put_and_recent_ones_as_the_same_object() -> None:
     assert all(sources.get(rel) == text for rel, text in data.items())
     assert all(sources.size(rel) == len(text) for rel, text in data.items())
     last = sources.get("m3.py")
-    assert sources.get("m3.py") is last  # a server's view of it stays valid
+    assert sources.get("m3.py") is last  # read again without decompressing
     assert sources.get("gone.py") is None and sources.size("gone.py") == 0
     sources.pop("m3.py")
     assert sources.get("m3.py") is None and "m3.py" not in sources
