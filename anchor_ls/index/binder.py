@@ -414,11 +414,10 @@ class Binder:
             if expr[0] == "k":
                 return expr[1] if isinstance(expr[1], int) else None
             if expr[0] == "n":
-                owner = self._binding_scope(ctx.path, ctx.scope, expr[1])
-                bindings = self.names(ctx.path, owner).get(expr[1], ()) if owner is not None else ()
-                if len(bindings) != 1:
+                sole = self._sole_binding(ctx, expr[1])
+                if sole is None:
                     return None
-                expr = bindings[0].value
+                expr = sole[1].value
             elif expr[0] == "if":
                 module = self.modules.resolve(expr[1], expr[2], ctx.path)
                 if module is None or module not in self.summaries:
@@ -451,15 +450,20 @@ class Binder:
         if tag != "n":
             return None
         path, name = ctx.path, expr[1]
-        owner = self._binding_scope(path, ctx.scope, name)
-        bindings = self.names(path, owner).get(name, ()) if owner is not None else ()
-        if len(bindings) != 1 or bindings[0].value[0] not in ("l", "s", "n"):
+        sole = self._sole_binding(ctx, name)
+        if sole is None or sole[1].value[0] not in ("l", "s", "n"):
             return None
+        owner, binding = sole
         if (owner, name) in self._mutation_table(path) or name in self._handed_on(path):
             return None
-        binding = bindings[0]
         at = Ctx(path, owner, binding.pos - 1, binding.blocks)
         return self._literal(binding.value, at, depth + 1)
+
+    def _sole_binding(self, ctx: Ctx, name: str) -> tuple[int, Binding] | None:
+        """(scope, binding) when name, seen from ctx, is bound exactly once."""
+        owner = self._binding_scope(ctx.path, ctx.scope, name)
+        bindings = self.names(ctx.path, owner).get(name, ()) if owner is not None else ()
+        return (owner, bindings[0]) if owner is not None and len(bindings) == 1 else None
 
     def _handed_on(self, path: str) -> frozenset[str]:
         """Names of path that may stand for something else than what they were bound to:

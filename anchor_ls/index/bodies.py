@@ -74,7 +74,8 @@ def body_edit(
 
 
 def _binds_more_of(was: tuple, now: tuple, names: frozenset[str]) -> bool:
-    """Whether two shapes of a scope differ only by more bindings of names."""
+    """Whether two shapes of a scope differ only by more bindings of names (a shape:
+    calls, attribute reads, uses, bindings, mutations; see _shape)."""
     if was[:3] != now[:3] or was[4] != now[4]:
         return False
     before, after = was[3], now[3]

@@ -8,7 +8,6 @@ import gc
 import hashlib
 import os
 import pickle
-import re
 import sqlite3
 import stat
 import threading
@@ -32,7 +31,7 @@ from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
-from anchor_ls.syntax.parse import may_mention, summarize
+from anchor_ls.syntax.parse import has_word, may_mention, summarize
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
 from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
@@ -505,7 +504,7 @@ class Index:
                 scope.end_line - scope.start_line + 1
             )
         rest = b"\n".join(lines)
-        if any(re.search(rb"\b%s\b" % re.escape(name), rest) for name in names):
+        if any(has_word(rest, name) for name in names):
             return frozenset()
         return frozenset(name.decode() for name in names)
 
@@ -569,7 +568,7 @@ class Index:
         if not maybe:  # ruled out by the sketch of its words, without reading it
             return False
         source = self._sources.get(rel, keep=False)
-        return source is None or any(re.search(rb"\b%s\b" % re.escape(n), source) for n in maybe)
+        return source is None or any(has_word(source, name) for name in maybe)
 
     def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
         """Drop the argument facts that name rel's scopes (those in gone; None: all of

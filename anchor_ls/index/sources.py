@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
 
 RECENT = 64  # decompressed files kept
 
@@ -24,9 +23,6 @@ class Sources:
 
     def __contains__(self, relpath: object) -> bool:
         return relpath in self._packed
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._packed)
 
     def __len__(self) -> int:
         return len(self._packed)

@@ -134,6 +134,11 @@ def may_mention(words: int, name: bytes) -> bool:
     return not _WORD.fullmatch(name) or bool(words >> zlib.crc32(name) % SKETCH_BITS & 1)
 
 
+def has_word(text: bytes, name: bytes) -> bool:
+    """Whether name stands in text as a word of its own (not inside a longer one)."""
+    return re.search(rb"\b%s\b" % re.escape(name), text) is not None
+
+
 def rewalk_function(text: bytes, node: Node, idx: int, head: Scope) -> list[Scope] | None:
     """The scopes of one function definition walked again: the function (scope idx, its
     header kept from head) and the definitions nested in it, numbered on from idx+1.
@@ -149,7 +154,7 @@ def rewalk_function(text: bytes, node: Node, idx: int, head: Scope) -> list[Scop
         head.qualname,
         head.parent,
         head.line,
-        _end_line(node),
+        end_line(node),
         head.start_line,
         head.name_span,
         decorators=head.decorators,
@@ -194,7 +199,9 @@ def _recovered_roots(text: bytes, whole: Node) -> list[Node]:
     recovery = Parser(LANGUAGE)
     roots = []
     for start, end in zip(starts, ends, strict=True):
-        recovery.included_ranges = [Range(_point(text, start), _point(text, end), start, end)]
+        recovery.included_ranges = [
+            Range(text_point(text, start), text_point(text, end), start, end)
+        ]
         roots.append(recovery.parse(text).root_node)
     return roots
 
@@ -208,7 +215,8 @@ def _in_string(node: Node) -> bool:
     return False
 
 
-def _point(text: bytes, pos: int) -> tuple[int, int]:
+def text_point(text: bytes, pos: int) -> tuple[int, int]:
+    """tree-sitter's point of a byte offset: (row, byte column)."""
     row = text.count(b"\n", 0, pos)
     return row, pos - (text.rfind(b"\n", 0, pos) + 1)
 
@@ -547,7 +555,7 @@ class _Walker:
             qualname,
             self.cur,
             node.start_point[0] + 1,
-            _end_line(node),
+            end_line(node),
             start.start_point[0] + 1,
             _span(name_node) if name_node is not None else _span(node),
         )
@@ -633,7 +641,7 @@ class _Walker:
                     self.record_all(value)
                 elif is_constant_name(name) and not _is_type_variable(value):
                     self.constants.append(
-                        (name, node.start_point[0] + 1, _end_line(node), _span(left))
+                        (name, node.start_point[0] + 1, end_line(node), _span(left))
                     )
             self.target(left, value, pos)
         return value
@@ -1076,7 +1084,7 @@ def _keyed_base(base: Expr) -> bool:
     return base[0] == "n" and base[1] in _KEYED_NAMES
 
 
-def _end_line(node: Node) -> int:
+def end_line(node: Node) -> int:
     row, col = node.end_point
     return row + 1 if col > 0 or row == node.start_point[0] else row
 

@@ -15,12 +15,14 @@ from typing import NamedTuple
 from tree_sitter import Node, Tree
 
 from anchor_ls.syntax.parse import (
+    end_line,
     note_free_calls,
     parser,
     read_source,
     rewalk_function,
     summary_lines,
     summary_of,
+    text_point,
     words_sketch,
 )
 from anchor_ls.syntax.source import MAX_FILE_BYTES
@@ -66,10 +68,8 @@ class Reparser:
         held = self._held.get(relpath)
         if held is not None and held.summary is summary:
             return
-        decoded, text = read_source(data, limit=len(data))
-        tree = parser().parse(text)
-        fresh = summary_of(relpath, decoded, text, tree)
-        self._keep_held(relpath, _Held(text, tree, summary, scope_bodies(fresh)))
+        _decoded, text = read_source(data, limit=len(data))
+        self._keep_held(relpath, _Held(text, parser().parse(text), summary, scope_bodies(summary)))
 
     def summarize(
         self,
@@ -127,11 +127,6 @@ def _common_suffix(a: bytes, b: bytes, most: int) -> int:
     return lo
 
 
-def _point(text: bytes, pos: int) -> tuple[int, int]:
-    row = text.count(b"\n", 0, pos)
-    return row, pos - (text.rfind(b"\n", 0, pos) + 1)
-
-
 class _Move:
     """What lies after an edit in the old text moves: offsets from `cut` by `bytes`, rows
     from `row` by `rows`."""
@@ -162,9 +157,9 @@ def _reparse(held: _Held, text: bytes) -> tuple[Tree, Reparsed | None]:
     old_end, new_end = len(old) - suffix, len(text) - suffix
     before = _function_around(held.tree.root_node, start, old_end)
     extent = (before.start_byte, before.end_byte) if before is not None else None
-    old_end_point = _point(old, old_end)
-    new_end_point = _point(text, new_end)
-    held.tree.edit(start, old_end, new_end, _point(old, start), old_end_point, new_end_point)
+    old_end_point = text_point(old, old_end)
+    new_end_point = text_point(text, new_end)
+    held.tree.edit(start, old_end, new_end, text_point(old, start), old_end_point, new_end_point)
     tree = parser().parse(text, held.tree)
     if extent is None or tree.root_node.has_error or held.summary.problems:
         return tree, None
@@ -238,8 +233,7 @@ def _enclosing_ends(scopes: list[Scope], idx: int, node: Node) -> dict[int, int]
     up = node.parent
     while k > 0 and up is not None:
         if up.type in _DEFINITIONS:
-            row, col = up.end_point
-            ends[k] = row + 1 if col > 0 or row == up.start_point[0] else row
+            ends[k] = end_line(up)
             k = scopes[k].parent
         up = up.parent
     return ends
