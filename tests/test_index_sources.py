@@ -28,3 +28,15 @@ def test_a_glance_does_not_push_out_the_files_read_last() -> None:
     for i in range(2, 2 * RECENT):  # an edit's dependents, each read once
         assert sources.get(f"m{i}.py", keep=False) == b"x = %d\n" % i
     assert sources.get("m1.py") is kept
+
+
+def test_ascii_is_known_without_reading_the_file() -> None:
+    sources = Sources()
+    sources.put("a.py", b"x = 1\n")
+    sources.put("u.py", "x = 'größe'\n".encode())
+    assert sources.is_ascii("a.py") and not sources.is_ascii("u.py")
+    sources.put("u.py", b"x = 2\n")  # edited to plain ASCII
+    sources.put("a.py", "y = 'ß'\n".encode())
+    assert sources.is_ascii("u.py") and not sources.is_ascii("a.py")
+    sources.pop("a.py")
+    assert not sources.is_ascii("a.py")  # not indexed: nothing to say

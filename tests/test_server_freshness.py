@@ -211,7 +211,7 @@ async def test_a_hint_follows_the_lines_of_the_file_it_links_to(
     line = line_of(ed.text("pkg/pricing.py"), "def price_of(")
 
     async def checkout_link() -> types.Location | None:
-        hint = hint_on(await ed.hints("pkg/pricing.py"), line)
+        hint = await ed.linked_hint("pkg/pricing.py", line)
         assert hint is not None and not isinstance(hint.label, str)
         (part,) = [p for p in hint.label if p.value == "checkout"]
         return part.location

@@ -15,7 +15,7 @@ from lsprotocol import types
 from anchor_ls.index import Edge, Entity, Graph, Index, Span
 from anchor_ls.server import hierarchy
 from anchor_ls.server.folders import READY, Folder
-from anchor_ls.server.hints import file_hints
+from anchor_ls.server.hints import HintForm, file_hints, resolve_hint
 from anchor_ls.server.lenses import code_lenses, resolve_lens
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.settings import Settings, parse
@@ -197,7 +197,7 @@ def test_lenses_count_references_and_locate_their_sites(folder: Folder) -> None:
 
 
 def hint_labels(folder: Folder, fields: tuple[str, ...]) -> dict[int, str]:
-    found = file_hints(folder, HANDLERS, fields, ENCODING, lazy=True)
+    found = file_hints(folder, HANDLERS, HintForm(fields, ENCODING, True, False))
     hints = json.loads(found.within(0, 10_000))
     return {h["position"]["line"]: "".join(p["value"] for p in h["label"]) for h in hints}
 
@@ -211,6 +211,30 @@ def test_hints_show_references_only_when_asked(folder: Folder) -> None:
         4: "← setup",
         8: "used by setup",
     }
+
+
+def test_what_the_client_resolves_is_left_out_and_resolve_gives_it_back(folder: Folder) -> None:
+    fields = ("CALLED_BY", "REFERENCED_BY")
+
+    def hints(lazy_tooltips: bool, lazy_locations: bool) -> list[dict]:
+        form = HintForm(fields, ENCODING, lazy_tooltips, lazy_locations)
+        return json.loads(file_hints(folder, HANDLERS, form).within(0, 10_000))
+
+    eager, lazy_tips, lazy_all = hints(False, False), hints(True, False), hints(True, True)
+    assert len(eager) == len(lazy_tips) == len(lazy_all) == 3
+    linked = [p for h in eager for p in h["label"] if "location" in p]
+    assert {p["value"] for p in linked} == {"on_load", "setup", REGISTRY}
+    assert all("tooltip" in h and "data" not in h for h in eager)
+    assert [h["label"] for h in lazy_tips] == [h["label"] for h in eager]
+    assert all("tooltip" not in h and h["data"]["uri"].endswith(HANDLERS) for h in lazy_tips)
+    for full, bare in zip(eager, lazy_all, strict=True):
+        assert "tooltip" not in bare and not any("location" in p for p in bare["label"])
+        assert [p["value"] for p in bare["label"]] == [p["value"] for p in full["label"]]
+        found = resolve_hint(folder, bare["data"]["id"], HintForm(fields, ENCODING, True, True))
+        assert found == {"tooltip": full["tooltip"], "label": full["label"]}
+    only_tip = resolve_hint(folder, ON_SAVE, HintForm(fields, ENCODING, True, False))
+    assert only_tip is not None and set(only_tip) == {"tooltip"}
+    assert resolve_hint(folder, f"{HANDLERS}:gone", HintForm(fields, ENCODING, True, True)) is None
 
 
 def test_dense_field_names_are_accepted_in_settings() -> None:

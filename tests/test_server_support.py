@@ -202,6 +202,19 @@ class Editor:
         )
         return list(result or [])
 
+    async def linked_hint(self, rel: str, line: int) -> types.InlayHint | None:
+        """The hint on line with its name links: resolved when the client leaves the
+        links to inlayHint/resolve (whose label must keep the parts the client shows)."""
+        hint = hint_on(await self.hints(rel), line)
+        if hint is None or not resolves(self.client, "label.location"):
+            return hint
+        assert not isinstance(hint.label, str)
+        assert all(p.location is None for p in hint.label)
+        values = [p.value for p in hint.label]
+        hint = await self.client.inlay_hint_resolve_async(hint)
+        assert not isinstance(hint.label, str) and [p.value for p in hint.label] == values
+        return hint
+
     async def command(self, name: str, *args: Any) -> Any:
         return await self.client.workspace_execute_command_async(
             types.ExecuteCommandParams(command=name, arguments=list(args))
@@ -281,6 +294,35 @@ def copy_example(tmp: Path) -> Path:
     return root
 
 
+def editor_capabilities(profile: str) -> types.ClientCapabilities:
+    """pytest-lsp's capabilities of an editor, with what VS Code declares since 1.67 (its
+    profile is of 1.65, before inlay hints): hints it resolves, tooltips and name links."""
+    caps = client_capabilities(profile)
+    if profile == "visual-studio-code":
+        assert caps.workspace is not None and caps.text_document is not None
+        caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+        caps.text_document.inlay_hint = types.InlayHintClientCapabilities(
+            dynamic_registration=True,
+            resolve_support=types.ClientInlayHintResolveOptions(
+                properties=[
+                    "tooltip",
+                    "textEdits",
+                    "label.tooltip",
+                    "label.location",
+                    "label.command",
+                ]
+            ),
+        )
+    return caps
+
+
+def resolves(client: LanguageClient, prop: str) -> bool:
+    """Whether the client leaves an inlay hint property to inlayHint/resolve."""
+    inlay = client.capabilities.text_document.inlay_hint  # type: ignore[union-attr]
+    support = inlay.resolve_support if inlay is not None else None
+    return support is not None and prop in support.properties
+
+
 async def start(
     client: LanguageClient,
     root: Path,
@@ -290,7 +332,7 @@ async def start(
     drop: Callable[[types.ClientCapabilities], None] | None = None,
 ) -> Editor:
     """Initialize a session on root with an editor's capabilities and wait for the index."""
-    caps = client_capabilities(profile)
+    caps = editor_capabilities(profile)
     if drop is not None:
         drop(caps)
     if configuration is not None:

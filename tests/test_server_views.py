@@ -25,6 +25,7 @@ from test_server_support import (
     label_text,
     line_of,
     pos,
+    resolves,
     shared_session,
     text_at,
 )
@@ -65,10 +66,9 @@ async def test_hint_lists_callers_at_the_end_of_the_header(ed: Editor) -> None:
     assert label_text(hint) == "← " + ", ".join(short(c) for c in callers)
     header = text.splitlines()[line]
     assert hint.position.character == column(header, len(header), ed.encoding)
-    inlay = ed.client.capabilities.text_document.inlay_hint  # type: ignore[union-attr]
-    resolves = inlay is not None and "tooltip" in inlay.resolve_support.properties  # type: ignore[union-attr]
-    assert (hint.tooltip is None) == resolves  # left to inlayHint/resolve where it can be
-    if resolves:
+    lazy = resolves(ed.client, "tooltip")
+    assert (hint.tooltip is None) == lazy  # left to inlayHint/resolve where it can be
+    if lazy:
         hint = await ed.client.inlay_hint_resolve_async(hint)
     tooltip = hint.tooltip.value  # type: ignore[union-attr]
     assert all(f"`{c}`" in tooltip for c in callers)
@@ -76,7 +76,7 @@ async def test_hint_lists_callers_at_the_end_of_the_header(ed: Editor) -> None:
 
 async def test_every_name_in_a_hint_links_to_its_definition(ed: Editor) -> None:
     text = ed.text("pkg/service.py")
-    hint = hint_on(await ed.hints("pkg/service.py"), line_of(text, "def checkout("))
+    hint = await ed.linked_hint("pkg/service.py", line_of(text, "def checkout("))
     assert hint is not None and not isinstance(hint.label, str)
     named = [p for p in hint.label if p.location is not None]
     assert [p.value for p in named] == [short(c) for c in callers_of(CHECKOUT)]

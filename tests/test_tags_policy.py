@@ -368,3 +368,31 @@ def test_cross_file_keeps_only_links_to_other_files(g: Graph) -> None:
     assert names(fields_for(g, "pkg/a.py:Base", policy)) == {"DERIVED": ("pkg/b.py:Child",)}
     assert names(fields_for(g, "pkg/a.py:Base.run", policy)) == {}  # all its links stay home
     assert resolve_policy("auto", 9, 8, cross_file=True).name == "inv"
+
+
+def test_callers_split_at_the_test_boundary_file_by_file() -> None:
+    """Callers are grouped by file before the test check: ids of files whose paths are
+    prefixes of each other, module-level callers and test files must each land right."""
+    callers = [
+        "pkg/m.py",  # module-level code
+        "pkg/m.py/tests/x.py:f",  # a folder named m.py sorts between the module and its defs
+        "pkg/m.py:a",
+        "pkg/m.py:b.c",
+        "pkg/m.pyx.py:z",
+        "pkg/m.py_tests/x.py:t",  # test code right after pkg/m.py's run
+        "tests/test_m.py",
+        "tests/test_m.py:test_a",
+        "tests/test_m.py:TestM.test_b",
+        "tests/test_m.pyz/helpers.py:h",
+        "tests_not/m.py:g",
+    ]
+    entities = [ent("pkg/t.py:target", "function")]
+    entities += [ent(c, "module" if ":" not in c else "function") for c in callers]
+    g = graph(entities, [(CALLS, c, "pkg/t.py:target") for c in callers])
+    outside = sorted(c for c in callers if not is_test_path(c.partition(":")[0]))
+    inside = sorted(c for c in callers if is_test_path(c.partition(":")[0]))
+    assert outside and inside
+    (called_by,) = fields_for(g, "pkg/t.py:target", resolve_policy("topo", 0, 0))
+    assert called_by.entries == tuple(outside)
+    dense = names(fields_for(g, "pkg/t.py:target", resolve_policy("dense", 0, 0)))
+    assert dense["TEST_REF"] == tuple(inside)

@@ -112,6 +112,10 @@ class Index:
         """len(source(relpath)), without reading it (0 when it is not indexed)."""
         return self._sources.size(relpath)
 
+    def source_is_ascii(self, relpath: str) -> bool:
+        """Whether source(relpath) is all ASCII, without reading it."""
+        return self._sources.is_ascii(relpath)
+
     def content_hash(self, relpath: str) -> str | None:
         return self._hashes.get(relpath)
 

@@ -19,6 +19,7 @@ class Sources:
     def __init__(self) -> None:
         self._packed: dict[str, bytes] = {}
         self._sizes: dict[str, int] = {}
+        self._non_ascii: set[str] = set()
         self._recent: OrderedDict[str, bytes] = OrderedDict()
 
     def __contains__(self, relpath: object) -> bool:
@@ -30,11 +31,20 @@ class Sources:
     def put(self, relpath: str, data: bytes) -> None:
         self._packed[relpath] = zlib.compress(data, 1)
         self._sizes[relpath] = len(data)
+        if data.isascii():
+            self._non_ascii.discard(relpath)
+        else:
+            self._non_ascii.add(relpath)
         self._remember(relpath, data)
 
     def size(self, relpath: str) -> int:
         """Bytes of relpath (0 when it is not indexed), without decompressing it."""
         return self._sizes.get(relpath, 0)
+
+    def is_ascii(self, relpath: str) -> bool:
+        """Whether relpath's bytes are all ASCII (its byte columns are every encoding's
+        code units), without decompressing it."""
+        return relpath in self._packed and relpath not in self._non_ascii
 
     def get(self, relpath: str, *, keep: bool = True) -> bytes | None:
         """keep: hold it decompressed among the files read last (not for one glance)."""
@@ -54,6 +64,7 @@ class Sources:
     def pop(self, relpath: str) -> None:
         self._packed.pop(relpath, None)
         self._sizes.pop(relpath, None)
+        self._non_ascii.discard(relpath)
         self._recent.pop(relpath, None)
 
     def _remember(self, relpath: str, data: bytes) -> None:

@@ -6,14 +6,16 @@ an empty result for a URI, position or item that is not ours.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 
 from anchor_ls.server import hierarchy, warm
 from anchor_ls.server.folders import READY, Folder
-from anchor_ls.server.hints import resolve_tooltip
+from anchor_ls.server.hints import resolve_hint
 from anchor_ls.server.lenses import code_lenses, resolve_lens
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.protocol import JsonText
@@ -72,15 +74,18 @@ def _related(ls: AnchorServer, item: Any, which: str) -> list:
         return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
 
 
-def _resolve_hint(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint:
+def _resolve_hint(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint | JsonText:
     data = hint.data if isinstance(hint.data, dict) else {}
     uri, entity_id = data.get("uri"), data.get("id")
     where = ls.locate(uri) if isinstance(uri, str) else None
+    found = None
     if where is not None and isinstance(entity_id, str):
-        found = resolve_tooltip(where[0], entity_id, ls.settings)
-        if found is not None:
-            hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=found["value"])
-    return hint
+        found = resolve_hint(where[0], entity_id, ls.hint_form())
+    if found is None:
+        return hint
+    answer = get_converter().unstructure(hint, types.InlayHint)
+    answer.update(found)
+    return JsonText(json.dumps(answer))
 
 
 def _lenses(ls: AnchorServer, uri: str) -> list[types.CodeLens]:
@@ -145,14 +150,16 @@ def register(ls: AnchorServer) -> None:
         if where is None or not ls.settings.inlay_hints:
             return JsonText("[]")
         folder, relpath = where
-        key = ls.hint_key()
+        key = ls.hint_form()
         found = folder.hints.get(key, relpath)
         if found is None:
             found = await ls.read(warm.compute, folder, relpath, key)
         return found.within(params.range.start.line, params.range.end.line)
 
     @ls.feature(types.INLAY_HINT_RESOLVE)
-    async def inlay_hint_resolve(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint:
+    async def inlay_hint_resolve(
+        ls: AnchorServer, hint: types.InlayHint
+    ) -> types.InlayHint | JsonText:
         return await ls.read(_resolve_hint, ls, hint)
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))

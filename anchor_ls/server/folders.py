@@ -106,10 +106,12 @@ class Folder:
         cached = self._views.get(relpath)
         if cached is not None and cached[0] == digest:
             return cached[1]
-        source = index.source(relpath)
-        if source is None:
-            return None
-        view = SourceView(self.root_uri, relpath, source)
+        view = SourceView(
+            self.root_uri,
+            relpath,
+            index.source_is_ascii(relpath),
+            lambda: index.source(relpath) or b"",
+        )
         self._views[relpath] = (digest, view)
         return view
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from functools import lru_cache
+from typing import Any, NamedTuple
 
 from anchor_ls.index import Entity, Graph
 from anchor_ls.index.model import path_of
@@ -17,10 +18,24 @@ from anchor_ls.server.fields import look, related, short_name, shown_fields
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hintstore import NO_HINTS, FileHints
 from anchor_ls.server.positions import LineTable, bytes_to_units
-from anchor_ls.server.settings import Settings
 from anchor_ls.tags.policy import ResolvedPolicy, TagField, fields_for
 
 DEF_KINDS = frozenset({"class", "function", "method"})
+
+
+class HintForm(NamedTuple):
+    """What a file's hints depend on besides the index.
+
+    A client that resolves tooltips or label locations gets hints without them (much
+    smaller: a location names the whole URI of its file) and asks for them on hover.
+    """
+
+    fields: tuple[str, ...]
+    encoding: str
+    lazy_tooltips: bool
+    lazy_locations: bool
+
+
 TOOLTIP_ITEMS = 60
 _OPEN, _CLOSE = b"([{", b")]}"
 
@@ -102,9 +117,14 @@ def _symbol(field: str, first: bool) -> str:
 
 
 def _label(
-    folder: Folder, graph: Graph, shown: list[TagField], encoding: str, names: dict[str, str]
+    folder: Folder,
+    graph: Graph,
+    shown: list[TagField],
+    encoding: str | None,
+    names: dict[str, str],
 ) -> str:
-    """Label parts as JSON: a symbol per field, then names that link to their definitions.
+    """Label parts as JSON: a symbol per field, then names that link to their definitions
+    (no links when encoding is None: the client resolves them).
 
     `names` keeps the JSON of each id's part already made for this file (ids repeat).
     """
@@ -123,7 +143,9 @@ def _label(
     return "[" + ", ".join(parts) + "]"
 
 
-def _name_part(folder: Folder, graph: Graph, entry: str, encoding: str) -> str:
+def _name_part(folder: Folder, graph: Graph, entry: str, encoding: str | None) -> str:
+    if encoding is None:
+        return json.dumps({"value": short_name(entry)})
     target = graph.entity(entry)
     if target is None:  # an external name or a dense target such as env:HOME
         return json.dumps({"value": entry})
@@ -133,20 +155,19 @@ def _name_part(folder: Folder, graph: Graph, entry: str, encoding: str) -> str:
     return view.name_json(target, short_name(entry), encoding)
 
 
-def file_hints(
-    folder: Folder, relpath: str, fields: tuple[str, ...], encoding: str, lazy: bool
-) -> FileHints:
-    """Every def/class header hint of relpath, showing `fields` of the policy, as JSON.
+def file_hints(folder: Folder, relpath: str, form: HintForm) -> FileHints:
+    """Every def/class header hint of relpath, showing the form's fields of the policy.
 
-    With `lazy` the tooltip is left to inlayHint/resolve and the hint carries the data
-    to find it again.
+    What the form leaves to inlayHint/resolve, the hint carries the data to find again.
     """
     graph, policy, view = folder.graph, folder.policy, folder.view(relpath)
     if graph is None or policy is None or view is None:
         return NO_HINTS
     headers = view.headers
+    encoding = form.encoding
+    links = None if form.lazy_locations else encoding
     # Only the fields that hints show: fields_for then computes nothing else.
-    policy = replace(policy, fields=shown_fields(policy, fields))
+    policy = replace(policy, fields=shown_fields(policy, form.fields))
     if not policy.fields:
         return NO_HINTS
     hints: list[tuple[int, str]] = []
@@ -168,18 +189,18 @@ def file_hints(
                     bytes_to_units(end, len(end), encoding),
                 )
             row, character = at
-            if lazy:
-                extra = json.dumps({"uri": view.uri, "id": entity.id})
-                extra = f'"data": {extra}'
-            else:
-                extra = json.dumps(tooltip(graph, policy, entity, [f.name for f in shown]))
-                extra = f'"tooltip": {extra}'
+            extra = []
+            if not form.lazy_tooltips:
+                told = tooltip(graph, policy, entity, [f.name for f in shown])
+                extra.append(f'"tooltip": {json.dumps(told)}')
+            if form.lazy_tooltips or form.lazy_locations:
+                extra.append(f'"data": {{"uri": {view.uri_json}, "id": {json.dumps(entity.id)}}}')
             hints.append(
                 (
                     row,
                     f'{{"position": {{"line": {row}, "character": {character}}}, '
-                    f'"label": {_label(folder, graph, shown, encoding, names)}, '
-                    f'"paddingLeft": true, {extra}}}',
+                    f'"label": {_label(folder, graph, shown, links, names)}, '
+                    f'"paddingLeft": true, {", ".join(extra)}}}',
                 )
             )
             deps.update(path_of(e) for f in shown for e in f.entries)
@@ -187,7 +208,8 @@ def file_hints(
     return FileHints(tuple(r for r, _ in hints), tuple(h for _, h in hints), frozenset(deps))
 
 
-def resolve_tooltip(folder: Folder, entity_id: str, settings: Settings) -> dict[str, str] | None:
+def resolve_hint(folder: Folder, entity_id: str, form: HintForm) -> dict[str, Any] | None:
+    """What inlayHint/resolve fills in: the tooltip, and the label with every name linked."""
     graph, policy = folder.graph, folder.policy
     if graph is None or policy is None:
         return None
@@ -195,6 +217,9 @@ def resolve_tooltip(folder: Folder, entity_id: str, settings: Settings) -> dict[
         entity = graph.entity(entity_id)
         if entity is None:
             return None
-        policy = replace(policy, fields=shown_fields(policy, settings.hint_fields))
-        shown = [f.name for f in fields_for(graph, entity_id, policy)]
-        return tooltip(graph, policy, entity, shown)
+        policy = replace(policy, fields=shown_fields(policy, form.fields))
+        shown = fields_for(graph, entity_id, policy)
+        found: dict[str, Any] = {"tooltip": tooltip(graph, policy, entity, [f.name for f in shown])}
+        if form.lazy_locations and shown:
+            found["label"] = json.loads(_label(folder, graph, shown, form.encoding, {}))
+        return found

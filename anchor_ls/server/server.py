@@ -23,11 +23,12 @@ from pygls.uris import to_fs_path, uri_scheme
 
 from anchor_ls import __version__
 from anchor_ls.server.folders import READY, Folder
+from anchor_ls.server.hints import HintForm
 from anchor_ls.server.positions import UTF16, position_to_bytes, text_lines
 from anchor_ls.server.progress import WorkProgress, indexing_message
 from anchor_ls.server.protocol import AnchorProtocol
 from anchor_ls.server.settings import Settings
-from anchor_ls.server.warm import HintKey, HintWarmer
+from anchor_ls.server.warm import HintWarmer
 from anchor_ls.syntax.reparse import KEEP
 from anchor_ls.syntax.source import declared_encoding
 
@@ -84,16 +85,19 @@ class AnchorServer(LanguageServer):
         protocol = self.protocol
         return not isinstance(protocol, AnchorProtocol) or protocol.quiet(seconds)
 
-    def lazy_tooltips(self) -> bool:
-        """Leave tooltips to inlayHint/resolve when the client resolves them (smaller answers)."""
+    def hint_form(self) -> HintForm:
+        """What a file's hints depend on besides the index: fields, encoding, and what the
+        client resolves (left out of the hints: smaller answers)."""
         support = get_capability(
             self.client_capabilities, "text_document.inlay_hint.resolve_support"
         )
-        return support is not None and "tooltip" in (support.properties or ())
-
-    def hint_key(self) -> HintKey:
-        """What a file's hints depend on besides the index: fields, encoding, tooltips."""
-        return self.settings.hint_fields, self.encoding, self.lazy_tooltips()
+        resolved = (support.properties or ()) if support is not None else ()
+        return HintForm(
+            self.settings.hint_fields,
+            self.encoding,
+            "tooltip" in resolved,
+            "label.location" in resolved,
+        )
 
     def prepare_edits_soon(self) -> None:
         """Once the client is quiet, keep the trees of the documents opened last, so that

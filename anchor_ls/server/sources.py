@@ -8,6 +8,7 @@ that file (the cache is keyed by the content hash of the indexed source).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -32,13 +33,17 @@ def json_range(sl: int, sc: int, el: int, ec: int) -> JsonRange:
 
 
 class SourceView:
-    __slots__ = ("_json", "_names", "_table", "ascii", "headers", "source", "uri")
+    """`read` gives the source when the line table is needed: a hint links to names in
+    hundreds of files, and in an ASCII file a name's byte span is its client range."""
 
-    def __init__(self, root_uri: str, relpath: str, source: bytes) -> None:
-        self.source = source
+    __slots__ = ("_json", "_names", "_read", "_table", "ascii", "headers", "uri", "uri_json")
+
+    def __init__(self, root_uri: str, relpath: str, ascii: bool, read: Callable[[], bytes]) -> None:
+        self._read = read
         self.uri = f"{root_uri}/{quote(relpath)}"  # what pygls' from_fs_path gives, cheaper
+        self.uri_json = json.dumps(self.uri)
         # Byte columns are code units in every encoding when the text is ASCII.
-        self.ascii = source.isascii()
+        self.ascii = ascii
         self._table: LineTable | None = None
         self._names: dict[tuple[str, str], dict[str, Any]] = {}
         self._json: dict[tuple[str, str], str] = {}
@@ -49,30 +54,41 @@ class SourceView:
     def table(self) -> LineTable:
         table = self._table  # read once: another thread may drop it meanwhile
         if table is None:
-            table = self._table = line_table(self.source)
+            table = self._table = line_table(self._read())
         return table
 
     def drop_table(self) -> None:
         """Free the line table (made again when needed): what was read from it is kept."""
         self._table = None
 
-    def span(self, span: Span, encoding: str) -> JsonRange:
-        """A byte span as a client range (JSON)."""
+    def units(self, span: Span, encoding: str) -> Span:
+        """A byte span in the client's code units."""
         if encoding == UTF8 or self.ascii:
-            return json_range(*span)
+            return span
         sl, sc, el, ec = span
         line = self.table.line
-        return json_range(
-            sl, bytes_to_units(line(sl), sc, encoding), el, bytes_to_units(line(el), ec, encoding)
+        return (
+            sl,
+            bytes_to_units(line(sl), sc, encoding),
+            el,
+            bytes_to_units(line(el), ec, encoding),
         )
+
+    def span(self, span: Span, encoding: str) -> JsonRange:
+        """A byte span as a client range (JSON)."""
+        return json_range(*self.units(span, encoding))
 
     def name_json(self, entity: Entity, label: str, encoding: str) -> str:
         """An inlay hint label part naming an entity of this file, linked to it (JSON)."""
         key = (entity.id, encoding)
         found = self._json.get(key)
         if found is None:
-            part = {"value": label, "location": self.name_location(entity, encoding)}
-            found = self._json[key] = json.dumps(part)
+            sl, sc, el, ec = self.units(entity.name_span, encoding)
+            found = self._json[key] = (
+                f'{{"value": {json.dumps(label)}, "location": {{"uri": {self.uri_json}, '
+                f'"range": {{"start": {{"line": {sl}, "character": {sc}}}, '
+                f'"end": {{"line": {el}, "character": {ec}}}}}}}}}'
+            )
         return found
 
     def name_location(self, entity: Entity, encoding: str) -> dict[str, Any]:

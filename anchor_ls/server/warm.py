@@ -23,7 +23,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 from anchor_ls.server.folders import READY, Folder
-from anchor_ls.server.hints import file_hints
+from anchor_ls.server.hints import HintForm, file_hints
 from anchor_ls.server.hintstore import FileHints
 
 if TYPE_CHECKING:
@@ -35,19 +35,16 @@ WARM_SECONDS = 0.02
 QUIET_SECONDS = 0.1
 YIELD_SECONDS = 0.01
 
-HintKey = tuple[tuple[str, ...], str, bool]  # shown fields, position encoding, lazy tooltips
 
-
-def compute(folder: Folder, relpath: str, key: HintKey) -> FileHints:
+def compute(folder: Folder, relpath: str, form: HintForm) -> FileHints:
     """Reader thread: the hints of one file, kept in the store unless the index moved.
 
     Requests that find a file missing call this too.
     """
-    fields, encoding, lazy = key
     store = folder.hints
     token = store.token()
-    found = file_hints(folder, relpath, fields, encoding, lazy)
-    store.put(key, relpath, found, token)
+    found = file_hints(folder, relpath, form)
+    store.put(form, relpath, found, token)
     return found
 
 
@@ -90,7 +87,7 @@ class HintWarmer:
         server = self.server
         if folder.state != READY or not server.settings.inlay_hints or folder.graph is None:
             return True
-        key: Hashable = server.hint_key()
+        key: Hashable = server.hint_form()
         if folder.hints_read_for is not folder.index:
             folder.hints_read_for = folder.index
             folder.hints_restored = await server.read(_restore, folder, key)
@@ -136,7 +133,7 @@ class HintWarmer:
         ordered = list(dict.fromkeys(first + files))
         return folder.hints.missing(key, ordered)
 
-    def _warm_some(self, folder: Folder, todo: list[str], at: int, key: HintKey) -> int:
+    def _warm_some(self, folder: Folder, todo: list[str], at: int, key: HintForm) -> int:
         """Reader thread: compute hints from todo[at] on for about WARM_SECONDS."""
         deadline = time.perf_counter() + WARM_SECONDS
         store = folder.hints

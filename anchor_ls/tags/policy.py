@@ -30,6 +30,7 @@ keyword search):
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 
 from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph, path_of
@@ -197,16 +198,37 @@ def implied_parent(entity_id: str) -> str | None:
 _INIT = ".__init__"
 
 
+def _on_side(ids: list[str], in_tests: bool) -> list[str]:
+    """The sorted ids defined in test code (in_tests) or outside it.
+
+    Ids sort by their file, so one file's ids are a run: the test check is made once per
+    run (a helper of the test base classes has thousands of callers in a few hundred files).
+    """
+    kept: list[str] = []
+    at, end = 0, len(ids)
+    while at < end:
+        path, sep, _ = ids[at].partition(":")
+        # every id from "path:" up to "path;" (the next character) starts with "path:"
+        upto = bisect_left(ids, path + ";", at) if sep else at + 1
+        if is_test_path(path) == in_tests:
+            kept.extend(ids[at:upto])
+        at = upto
+    return kept
+
+
 def _related(graph: Graph, name: str, entity_id: str, in_tests: bool) -> list[str]:
     spec = FIELD_SPECS[name]
+    degree = graph.out_degree if spec.forward else graph.in_degree
+    if not degree(spec.kind, entity_id) and (name != "TEST_REF" or in_tests):
+        return []  # most definitions have nothing in most fields: the hot path of hints
     if name == "TEST_REF":
         ids = set(graph.into(spec.kind, entity_id))
         if not in_tests:
-            ids.update(c for c in graph.into(CALLS, entity_id) if is_test_path(path_of(c)))
+            ids.update(_on_side(graph.into(CALLS, entity_id), True))
         return sorted(ids)
     ids = graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
     if spec.kind == CALLS:
-        ids = [i for i in ids if is_test_path(path_of(i)) == in_tests]
+        ids = _on_side(ids, in_tests)
         if spec.forward:
             listed = set(ids)
             ids = [i for i in ids if not (i.endswith(_INIT) and i[: -len(_INIT)] in listed)]
@@ -214,7 +236,7 @@ def _related(graph: Graph, name: str, entity_id: str, in_tests: bool) -> list[st
             builders = set(graph.into(CALLS, entity_id[: -len(_INIT)]))
             ids = [i for i in ids if i not in builders]
     elif name in ("IMPORTED_BY", "DERIVED") and not in_tests:
-        ids = [i for i in ids if not is_test_path(path_of(i))]
+        ids = _on_side(ids, False)
     elif name == "PARENT":
         implied = implied_parent(entity_id)
         ids = [i for i in ids if i != implied]
