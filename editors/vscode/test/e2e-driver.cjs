@@ -115,6 +115,47 @@ async function run(page) {
   await page.screenshot({ path: SHOT });
   log(`screenshot ${SHOT}`);
 
+  step = "hovering a caller named in the hint shows its tooltip and a link to it";
+  // The server leaves tooltips and the links of hint names to inlayHint/resolve for VS
+  // Code, which resolves a hint when the pointer rests on it: the hover then lists the
+  // callers and offers to go to the definition (shown only for a part with a location).
+  const target = CALLERS.find((c) => !c.includes(".")) || CALLERS[0];
+  const box = await page.evaluate((name) => {
+    const line = [...document.querySelectorAll(".monaco-editor .view-line")].find((l) =>
+      /^\s*def checkout\(/.test((l.textContent || "").replace(/\u00a0/g, " "))
+    );
+    const span =
+      line &&
+      [...line.querySelectorAll("span")].find(
+        (s) => s.children.length === 0 && /inlay|dyn-rule|ced-/.test(s.className) && s.textContent === name
+      );
+    if (!span) {
+      return null;
+    }
+    const r = span.getBoundingClientRect();
+    return { x: r.x + r.width / 2, y: r.y + r.height / 2 };
+  }, target);
+  if (!box) {
+    throw new Error(`the hint of checkout has no part named ${target}`);
+  }
+  await page.mouse.move(box.x, box.y - 2);
+  await page.mouse.move(box.x, box.y);
+  const hover = await waitFor(
+    page,
+    () => {
+      const widget = document.querySelector(".monaco-hover:not(.hidden)");
+      return widget ? (widget.textContent || "").replace(/\u00a0/g, " ") : null;
+    },
+    (t) => t && t.includes("CALLED_BY") && /Go to Definition/.test(t),
+    30_000
+  );
+  log(`hover on ${target}: ${JSON.stringify(hover)}`);
+  if (!CALLERS.every((c) => hover.includes(c))) {
+    throw new Error(`the hover should list every caller (${CALLERS}): ${hover}`);
+  }
+  await page.mouse.move(5, 5);
+  await page.keyboard.press("Escape");
+
   step = "a code lens opens the references view (anchor.showLocations)";
   const lens = page.locator(".monaco-editor .codelens-decoration a").first();
   await lens.click();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Real-editor test of the VS Code client: builds the .vsix, installs it into code-server,
 # opens a copy of fixtures/example in headless Chromium (driven by playwright-core) and
-# checks that anchor-ls's inlay hints and code lenses render, that a lens opens the
-# references view and that the palette commands reach the server.
+# checks that anchor-ls's inlay hints and code lenses render, that hovering a name in a
+# hint resolves its tooltip and link, that a lens opens the references view and that the
+# palette commands reach the server.
 #
 # Usage: e2e.sh              install what is missing, then run the test
 #        e2e.sh --prepare    only install (apt, .vsix, code-server, playwright-core): no
