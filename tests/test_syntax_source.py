@@ -227,3 +227,14 @@ def test_the_words_sketch_rules_out_absent_words_only() -> None:
     absent = [b"help", b"helpers", b"runner", b"zzz", b"QuerySet", b"_bench_edit_fn"]
     assert sum(may_mention(words, word) for word in absent) <= 1  # a rare hash collision
     assert may_mention(words, b"django.db")  # not one word: the sketch cannot tell
+
+
+def test_the_words_sketch_of_a_large_file_still_rules_out_most_absent_words() -> None:
+    """The sketch grows with the words of the file: a 4,096-bit one let a quarter of the
+    absent names through for large files, and each of those files was read in full."""
+    text = b"\n".join(b"def f%d(a%d): return g%d(a%d)" % (i, i, i, i) for i in range(3000))
+    words = words_sketch(text)
+    assert all(may_mention(words, b"g%d" % i) for i in range(3000))
+    absent = [b"h%d" % i for i in range(2000)]
+    assert sum(may_mention(words, w) for w in absent) < 0.08 * len(absent)
+    assert may_mention(0, b"anything")  # no sketch: nothing can be ruled out

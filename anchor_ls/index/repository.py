@@ -566,7 +566,7 @@ class Index:
     def _mentions(self, rel: str, names: set[bytes]) -> bool:
         """Whether rel's text has one of the words names, or it imports `*`."""
         summary = self.binder.summaries.get(rel)
-        if summary is None or any(scope.star_imports for scope in summary.scopes):
+        if summary is None or summary.scopes[0].star_imports:  # Python allows `*` nowhere else
             return True
         maybe = [name for name in names if may_mention(summary.words, name)]
         if not maybe:  # ruled out by the sketch of its words, without reading it
