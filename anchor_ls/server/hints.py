@@ -21,6 +21,8 @@ from anchor_ls.server.positions import LineTable, bytes_to_units
 from anchor_ls.tags.policy import ResolvedPolicy, TagField, fields_for
 
 DEF_KINDS = frozenset({"class", "function", "method"})
+TOOLTIP_ITEMS = 60
+_OPEN, _CLOSE = b"([{", b")]}"
 
 
 class HintForm(NamedTuple):
@@ -34,10 +36,6 @@ class HintForm(NamedTuple):
     encoding: str
     lazy_tooltips: bool
     lazy_locations: bool
-
-
-TOOLTIP_ITEMS = 60
-_OPEN, _CLOSE = b"([{", b")]}"
 
 
 def header_line(table: LineTable, entity: Entity) -> int:
