@@ -38,6 +38,7 @@ from anchor_ls.syntax.summary import (
     CallSite,
     Expr,
     FileSummary,
+    Param,
     Scope,
     pack_bodies,
     scope_bodies,
@@ -132,7 +133,7 @@ class Binder:
         for cache in (self._outer_cache, self._lookup_cache, self._module_attr_cache):
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
-        for cache in (self._returns, self._yields, self._mro, self._inst_attrs):
+        for cache in (self._returns, self._yields, self._mro, self._inst_attrs, self._returned):
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
         for cache in (self._instance_attr_cache, self._class_attr_cache):
@@ -169,6 +170,7 @@ class Binder:
         self._mutations: dict[str, dict[tuple[int, str], list]] = {}
         self._handed: dict[str, frozenset[str]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
+        self._returned: dict[tuple[str, int], Param | None] = {}
         self.forget_values()
 
     def forget_values(self) -> None:
@@ -1203,7 +1205,8 @@ class Binder:
         for v in callees:
             kind = v[0]
             if kind in ("f", "b"):
-                out |= self.returns((v[1], v[2]))
+                passed = self._passed_through((v[1], v[2]), kind == "b", call, ctx)
+                out |= passed or self.returns((v[1], v[2]))
             elif kind == "c":
                 out.add(("i", v[1], v[2]))
             elif kind in ("i", "I"):
@@ -1219,6 +1222,54 @@ class Binder:
                 if method == "get" and len(args) > 1:
                     out |= self.eval(args[1], ctx)
         return _cap(out)
+
+    def _passed_through(
+        self, fn: tuple[str, int], bound: bool, call: Expr, ctx: Ctx
+    ) -> Values | None:
+        """What a call of a function that returns one of its parameters as it came gives:
+        the argument this call passes (`def first(x, y): return x`), not what every call
+        passes. None (or nothing: an argument not known here) when the function does more,
+        or the argument cannot be told: then what every call passes is the answer."""
+        param = self._returned_param(fn)
+        if param is None or call[0] != "c":
+            return None
+        args, kwargs = call[2], call[3]
+        if any(a[0] == "*" for a in args) or any(k == "**" for k, _ in kwargs):
+            return None
+        params = self.scope(*fn).params
+        positional = [p.name for p in params if p.kind in ("pos", "posonly")][int(bound) :]
+        if param.name in positional and positional.index(param.name) < len(args):
+            return self.eval(args[positional.index(param.name)], ctx)
+        if param.kind != "posonly":
+            for name, expr in kwargs:
+                if name == param.name:
+                    return self.eval(expr, ctx)
+        return None  # a default, or a call that does not fit: what every call passes
+
+    def _returned_param(self, fn: tuple[str, int]) -> Param | None:
+        """The parameter every `return` of fn gives back unchanged, if there is one."""
+        if fn in self._returned:
+            return self._returned[fn]
+        found = self._returned[fn] = self._find_returned_param(fn)
+        return found
+
+    def _find_returned_param(self, fn: tuple[str, int]) -> Param | None:
+        scope = self.scope(*fn)
+        if scope.returns is not None or scope.yields or not scope.return_values:
+            return None
+        names = {expr[1] for expr in scope.return_values if expr[0] == "n"}
+        if len(names) != 1 or len(scope.return_values) != sum(
+            1 for expr in scope.return_values if expr[0] == "n"
+        ):
+            return None
+        (name,) = names
+        param = next((p for p in scope.params if p.name == name), None)
+        if param is None or param.kind in ("star", "starstar") or name in scope.global_names:
+            return None
+        if any(m[0] == name for m in scope.mutations):  # `x.append(f); return x` adds to it
+            return None
+        bindings = self.names(*fn).get(name, ())
+        return param if len(bindings) == 1 else None  # never bound again in fn
 
     def _external_result(self, dotted: str, call: Expr, ctx: Ctx) -> Values:
         name = dotted.removeprefix("builtins.")
