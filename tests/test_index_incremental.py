@@ -589,3 +589,43 @@ def test_body_edits_of_a_file_with_cr_line_ends_equal_a_fresh_build(
         fresh = Index(tmp_path, use_cache=False)
         fresh.build()
         assert all_sites(idx) == all_sites(fresh)
+
+
+FLOW_FILES = {
+    "a.py": (
+        "from d import f4\n\n\ndef target():\n    pass\n\n\n"
+        "def f1(cb):\n    cb()\n    f2(cb)\n\n\n"
+        "def f2(cb):\n    cb()\n    f3(cb)\n\n\n"
+        "def f3(cb):\n    cb()\n    f4(cb)\n\n\n"
+        "def main():\n    f1(target)\n"
+    ),
+    "d.py": "from b import f5\n\n\ndef f4(cb):\n    cb()\n    f5(cb)\n    return None\n",
+    "b.py": "from c import f6\n\n\ndef f5(cb):\n    cb()\n    f6(cb)\n",
+    "c.py": "def f6(cb):\n    cb()\n    f7(cb)\n\n\ndef f7(cb):\n    cb()\n",
+}
+
+
+def test_an_edit_carries_on_only_what_it_changes_of_the_arguments_its_file_passes(
+    tmp_path: Path,
+) -> None:
+    """A build stops after its rounds with argument facts still growing: main's callback
+    reaches f3, which passes it to f4, and d.py is not resolved again. An edit in f4 that
+    changes no call must not carry that old growth on to f5, f6 and f7: on Django such a
+    first edit resolved 100 files for 3 s, and its undo left 1,228 edges other than the
+    build's. Only the edited file itself may see it."""
+    for rel, text in FLOW_FILES.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    idx = Index(tmp_path, use_cache=False)
+    idx.build()
+    reached = idx.graph.into(CALLS, "a.py:target")
+    assert "a.py:f3" in reached and "d.py:f4" not in reached  # where the build's rounds stop
+    others = {rel: idx.graph.file_edges(rel) for rel in ("a.py", "b.py", "c.py")}
+
+    source = FLOW_FILES["d.py"]
+    changed = idx.update_file(
+        "d.py", source.replace("    return None", "    _x = 1\n    return None")
+    )
+    changed |= idx.update_file("d.py", source)
+
+    assert changed <= {"d.py", "a.py"}  # a.py: its target may gain a caller in d.py
+    assert {rel: idx.graph.file_edges(rel) for rel in others} == others

@@ -1440,6 +1440,14 @@ class Binder:
         facts.freeze()
         return facts, _merge_contributions(per_scope)
 
+    def passed_now(self, path: str, scopes: set[int]) -> dict:
+        """The argument values path passes with these scopes resolved again in the present
+        argument facts (what they passed when last resolved may be older). The facts found
+        are dropped; the shares it records are replaced when the caller resolves the
+        scopes, as edited, right after."""
+        _facts, contrib = self.resolve_file(path, scopes, FileFacts())
+        return contrib
+
     def scope_contributions(self, paths: Iterable[str]) -> dict[str, dict[int, dict]]:
         """The argument values of paths' scopes, for adopt() in another process."""
         return {path: self._scope_contrib[path] for path in paths}
