@@ -40,3 +40,19 @@ def test_ascii_is_known_without_reading_the_file() -> None:
     assert sources.is_ascii("u.py") and not sources.is_ascii("a.py")
     sources.pop("a.py")
     assert not sources.is_ascii("a.py")  # not indexed: nothing to say
+
+
+def test_files_kept_as_read_until_packed_read_back_the_same() -> None:
+    sources = Sources()
+    data = {f"m{i}.py": f"x = {i}  # größe\n".encode() * 40 for i in range(RECENT + 8)}
+    for rel, text in data.items():
+        sources.put(rel, text, pack=False)
+    assert len(sources) == len(data) and "m0.py" in sources
+    assert not sources.is_ascii("m0.py") and sources.size("m0.py") == len(data["m0.py"])
+    sources.pack()
+    assert len(sources) == len(data)
+    assert all(sources.get(rel, keep=False) == text for rel, text in data.items())
+    sources.put("m1.py", b"y = 1\n", pack=False)  # an edit before the next pack
+    sources.pop("m2.py")
+    assert sources.get("m1.py") == b"y = 1\n" and sources.get("m2.py") is None
+    assert len(sources) == len(data) - 1

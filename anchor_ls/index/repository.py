@@ -142,7 +142,7 @@ class Index:
         for rel in relpaths:
             data = self._read(rel)
             if data is not None:
-                self._sources.put(rel, data)
+                self._sources.put(rel, data, pack=False)  # packed once the build needs no more
                 self._hashes[rel] = content_hash(data)
         cache = self._open_cache()
         fingerprint = self._fingerprint()
@@ -156,6 +156,7 @@ class Index:
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
         summaries, reparsed, cached = self._summaries(cache, progress)
+        self._sources.pack()
         self.binder.set_files(summaries, self.root.name)
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
         self._resolve_all(sorted(summaries), progress)
@@ -832,6 +833,7 @@ class Index:
             self._ensure_engine()
 
     def _ensure_engine(self) -> None:
+        self._sources.pack()  # a warm start left them as read
         if self._lazy is None:
             self.binder.warm()
             return
