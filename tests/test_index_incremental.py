@@ -599,7 +599,11 @@ FLOW_FILES = {
         "def f3(cb):\n    cb()\n    f4(cb)\n\n\n"
         "def main():\n    f1(target)\n"
     ),
-    "d.py": "from b import f5\n\n\ndef f4(cb):\n    cb()\n    f5(cb)\n    return None\n",
+    "d.py": (
+        "from b import f5\nfrom e import helper\n\n\n"
+        "def f4(cb):\n    cb()\n    helper()\n    f5(cb)\n    return None\n"
+    ),
+    "e.py": "def helper(x=None):\n    return x\n",
     "b.py": "from c import f6\n\n\ndef f5(cb):\n    cb()\n    f6(cb)\n",
     "c.py": "def f6(cb):\n    cb()\n    f7(cb)\n\n\ndef f7(cb):\n    cb()\n",
 }
@@ -628,4 +632,24 @@ def test_an_edit_carries_on_only_what_it_changes_of_the_arguments_its_file_passe
     changed |= idx.update_file("d.py", source)
 
     assert changed <= {"d.py", "a.py"}  # a.py: its target may gain a caller in d.py
+    assert {rel: idx.graph.file_edges(rel) for rel in others} == others
+
+
+def test_a_file_resolved_again_for_an_edit_elsewhere_carries_on_only_what_it_changes(
+    tmp_path: Path,
+) -> None:
+    """The same for a file resolved again because an edit changed what it imports: d.py
+    calls e.helper, whose signature changes. d.py is resolved in the present argument
+    facts, but the growth the build left in f4 must not flow on to b.py and c.py."""
+    for rel, text in FLOW_FILES.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    idx = Index(tmp_path, use_cache=False)
+    idx.build()
+    assert "d.py:f4" not in idx.graph.into(CALLS, "a.py:target")
+    others = {rel: idx.graph.file_edges(rel) for rel in ("a.py", "b.py", "c.py")}
+
+    source = FLOW_FILES["e.py"]
+    idx.update_file("e.py", source.replace("(x=None)", "(x=None, y=None)"))
+    idx.update_file("e.py", source)
+
     assert {rel: idx.graph.file_edges(rel) for rel in others} == others

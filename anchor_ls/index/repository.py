@@ -477,13 +477,17 @@ class Index:
             if not interface_changed or unread:
                 old_bodies = self.binder.bodies(rel)
                 edit = body_edit(old, old_bodies, summary, bodies, *edited, unread=unread)
-        # What the scopes to redo pass as they stand, in the present argument facts: an
-        # edit propagates only what it changes of that (see _reresolve).
-        passed_before = (
-            self.binder.passed_now(rel, {i for i in edit.redo if i < len(old.scopes)})
-            if edit is not None
-            else {}
-        )
+        # What the files to resolve again pass as they stand, in the present argument facts:
+        # an edit propagates only what it changes of that (see _reresolve).
+        passed_before: dict[str, dict] = {}
+        if edit is not None:
+            redo = {i for i in edit.redo if i < len(old.scopes)}
+            passed_before[rel] = self.binder.passed_now(rel, redo)
+        for dep in sorted(dependents):
+            summary_of_dep = self.binder.summaries.get(dep)
+            if summary_of_dep is not None and self.binder.knows_scopes(dep):
+                scopes = set(range(len(summary_of_dep.scopes)))
+                passed_before[dep] = self.binder.passed_now(dep, scopes)
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed, bodies=bodies)
         if interface_changed:
@@ -491,7 +495,7 @@ class Index:
         self._ids[rel] = factlib.scope_ids(summary)
         with self.graph.lock:
             self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-        changed = self._reresolve({rel} | dependents, (rel, edit, passed_before) if edit else None)
+        changed = self._reresolve({rel} | dependents, (rel, edit) if edit else None, passed_before)
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
         return {rel} | before | changed
@@ -611,12 +615,15 @@ class Index:
         return (sources | {fn[0] for fn in grown}) - {rel}
 
     def _reresolve(
-        self, paths: set[str], edited: tuple[str, BodyEdit, dict] | None = None
+        self,
+        paths: set[str],
+        edited: tuple[str, BodyEdit] | None = None,
+        passed_before: dict[str, dict] | None = None,
     ) -> set[str]:
         """Resolve files again until argument flow settles; returns files whose tags moved.
 
-        edited: a file whose first resolution here needs only the scopes an edit touched,
-        and what the file passed before the edit, those scopes resolved in the present
+        edited: a file whose first resolution here needs only the scopes an edit touched.
+        passed_before: what files of paths passed before the edit, resolved in the present
         argument facts. Only what the edit changes of that flows on to other files.
 
         A build stops after _MAX_ROUNDS with argument facts still growing (Django's fourth
@@ -636,9 +643,9 @@ class Index:
                 if is_test_path(rel) and rel not in calls_before:
                     calls_before[rel] = self._scope_calls(rel)
                 previous = self._facts.get(rel)
-                baseline = None
+                baseline = (passed_before or {}).get(rel) if round_ == 0 else None
                 if edited and round_ == 0 and rel == edited[0] and previous is not None:
-                    edit, baseline = edited[1], edited[2]
+                    edit = edited[1]
                     previous.move_lines(partial(moved, line=edit.line, delta=edit.delta))
                     facts, contrib = self.binder.resolve_file(rel, edit.redo, previous)
                 else:
