@@ -1238,8 +1238,9 @@ class Binder:
             return None
         params = self.scope(*fn).params
         positional = [p.name for p in params if p.kind in ("pos", "posonly")][int(bound) :]
-        if param.name in positional and positional.index(param.name) < len(args):
-            return self.eval(args[positional.index(param.name)], ctx)
+        at = positional.index(param.name) if param.name in positional else len(args)
+        if at < len(args):
+            return self.eval(args[at], ctx)
         if param.kind != "posonly":
             for name, expr in kwargs:
                 if name == param.name:
@@ -1248,19 +1249,18 @@ class Binder:
 
     def _returned_param(self, fn: tuple[str, int]) -> Param | None:
         """The parameter every `return` of fn gives back unchanged, if there is one."""
-        if fn in self._returned:
-            return self._returned[fn]
-        found = self._returned[fn] = self._find_returned_param(fn)
-        return found
+        if fn not in self._returned:
+            self._returned[fn] = self._find_returned_param(fn)
+        return self._returned[fn]
 
     def _find_returned_param(self, fn: tuple[str, int]) -> Param | None:
         scope = self.scope(*fn)
         if scope.returns is not None or scope.yields or not scope.return_values:
             return None
-        names = {expr[1] for expr in scope.return_values if expr[0] == "n"}
-        if len(names) != 1 or len(scope.return_values) != sum(
-            1 for expr in scope.return_values if expr[0] == "n"
-        ):
+        if any(expr[0] != "n" for expr in scope.return_values):
+            return None
+        names = {expr[1] for expr in scope.return_values}
+        if len(names) != 1:
             return None
         (name,) = names
         param = next((p for p in scope.params if p.name == name), None)

@@ -632,18 +632,20 @@ class Index:
         undo in django/contrib/admin/utils.py resolved 100 files for 3 s and left 1,228
         edges other than a fresh build's."""
         touched: set[str] = set()
+        baselines = passed_before or {}
         todo = sorted(p for p in paths if p in self.binder.summaries)
         resolved: set[str] = set()
         calls_before: dict[str, dict[int, frozenset]] = {}
         self.binder.shrunk.clear()
         for round_ in range(_MAX_ROUNDS + 1):  # as many rounds as a build: no stale facts
             grown: set[tuple[str, int]] = set()
+            drifted = False  # argument facts changed that the edit did not change
             resolved.update(todo)
             for rel in todo:
                 if is_test_path(rel) and rel not in calls_before:
                     calls_before[rel] = self._scope_calls(rel)
                 previous = self._facts.get(rel)
-                baseline = (passed_before or {}).get(rel) if round_ == 0 else None
+                baseline = baselines.get(rel) if round_ == 0 else None
                 if edited and round_ == 0 and rel == edited[0] and previous is not None:
                     edit = edited[1]
                     previous.move_lines(partial(moved, line=edit.line, delta=edit.delta))
@@ -653,16 +655,16 @@ class Index:
                 self._facts[rel] = facts
                 changed = self.binder.set_contribution(rel, contrib)
                 if baseline is not None and changed:
-                    self.binder.forget_values()  # values read the argument facts before
                     stale = changed - _differing(baseline, contrib)
                     self.binder.shrunk -= stale
                     changed -= stale
+                    drifted = drifted or bool(stale)
                 grown |= changed
                 touched |= self._apply_edges(rel)
             redo = {fn[0] for fn in grown}
             if self.binder.shrunk:  # facts went away: re-derive what flowed from them
                 redo |= self.binder.retract(set(self.binder.shrunk))
-            elif grown:
+            elif grown or drifted:  # values read the argument facts before
                 self.binder.forget_values()
             todo = sorted(p for p in redo if p in self.binder.summaries)
             if not todo:
