@@ -237,6 +237,29 @@ def test_what_the_client_resolves_is_left_out_and_resolve_gives_it_back(folder: 
     assert resolve_hint(folder, f"{HANDLERS}:gone", HintForm(fields, ENCODING, True, True)) is None
 
 
+def test_a_name_outside_the_graph_reads_the_same_with_links_or_without(folder: Folder) -> None:
+    """The parts a client shows must be the ones resolve gives back: a dense target such
+    as env:APP_MODE is not an entity, and both forms spell it in full."""
+    graph = folder.graph
+    assert graph is not None
+    own = {e: s for e, s in SITES.items() if e.src.partition(":")[0] == HANDLERS}
+    env = Edge("env_var", ON_LOAD, "env:APP_MODE")
+    with graph.lock:
+        graph.replace_file_edges(HANDLERS, set(own) | {env}, {**own, env: own[next(iter(own))]})
+    try:
+
+        def values(lazy: bool) -> list[list[str]]:
+            form = HintForm(("ENV_VAR",), ENCODING, lazy, lazy)
+            found = json.loads(file_hints(folder, HANDLERS, form).within(0, 10_000))
+            return [[p["value"] for p in h["label"]] for h in found]
+
+        assert values(True) == values(False)
+        assert any("env:APP_MODE" in parts for parts in values(True))
+    finally:
+        with graph.lock:
+            graph.replace_file_edges(HANDLERS, set(own), own)
+
+
 def test_dense_field_names_are_accepted_in_settings() -> None:
     settings, problems = parse({"anchorLs": {"hintFields": ["called_by", "referenced_by"]}})
     assert problems == []

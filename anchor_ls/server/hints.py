@@ -142,11 +142,11 @@ def _label(
 
 
 def _name_part(folder: Folder, graph: Graph, entry: str, encoding: str | None) -> str:
-    if encoding is None:
-        return json.dumps({"value": short_name(entry)})
     target = graph.entity(entry)
     if target is None:  # an external name or a dense target such as env:HOME
         return json.dumps({"value": entry})
+    if encoding is None:  # the client asks for the link when it needs it
+        return json.dumps({"value": short_name(entry)})
     view = folder.view(target.path)
     if view is None:
         return json.dumps({"value": short_name(entry)})
