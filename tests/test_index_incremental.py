@@ -367,6 +367,27 @@ def test_interface_edits_reach_exactly_the_files_that_name_them(tmp_path: Path) 
         assert index.graph.to_json() == fresh_json(root), text
 
 
+def test_a_file_edited_to_name_what_is_not_yet_defined_links_once_it_is(tmp_path: Path) -> None:
+    """An edit leaves its file's words sketch to be made when another file's edit needs
+    it: the file still counts as naming what its new text names."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "a.py").write_text("def f():\n    pass\n", encoding="utf-8")
+    (root / "b.py").write_text("import a\n\n\ndef g():\n    a.f()\n", encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("b.py")
+    b_text = "import a\n\n\ndef g():\n    a.f()\n    a.h()\n"
+    index.update_file("b.py", b_text)
+    assert not index.binder.summaries["b.py"].words  # left to be made
+    a_text = "def f():\n    pass\n\n\ndef h():\n    pass\n"
+    index.update_file("a.py", a_text)
+    assert "a.py:h" in index.graph.out(CALLS, "b.py:g")
+    (root / "a.py").write_text(a_text, encoding="utf-8")
+    (root / "b.py").write_text(b_text, encoding="utf-8")
+    assert index.graph.to_json() == fresh_json(root)
+
+
 def test_class_edits_keep_self_dispatch_and_hierarchy_fresh(tmp_path: Path) -> None:
     """A base method calling `self.hook()` reaches the overrides of the subclasses that
     exist now: subclasses gained, lost, moved among other definitions, or whose base

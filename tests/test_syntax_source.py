@@ -236,5 +236,5 @@ def test_the_words_sketch_of_a_large_file_still_rules_out_most_absent_words() ->
     words = words_sketch(text)
     assert all(may_mention(words, b"g%d" % i) for i in range(3000))
     absent = [b"h%d" % i for i in range(2000)]
-    assert sum(may_mention(words, w) for w in absent) < 0.08 * len(absent)
-    assert may_mention(0, b"anything")  # no sketch: nothing can be ruled out
+    assert sum(may_mention(words, w) for w in absent) < 0.02 * len(absent)
+    assert may_mention(b"", b"anything")  # no sketch: nothing can be ruled out

@@ -116,7 +116,7 @@ class Binder:
 
         bodies: those of an unpacked summary, which stays so until another file is put."""
         path = summary.path
-        self._pack_unpacked()
+        self._pack_unpacked(replaced=path)
         if bodies is not None and summary.bodies is None:
             self._unpacked = (summary, bodies)
         else:
@@ -147,13 +147,16 @@ class Binder:
             return self._unpacked[1]
         return scope_bodies(summary)
 
-    def _pack_unpacked(self) -> None:
+    def _pack_unpacked(self, replaced: str | None = None) -> None:
+        """Pack the summary left unpacked, unless it is the one of path replaced: dropped,
+        it stays as it is for whoever still reads it."""
         if self._unpacked is not None:
-            pack_bodies(self._unpacked[0])
+            if self._unpacked[0].path != replaced:
+                pack_bodies(self._unpacked[0])
             self._unpacked = None
 
     def drop_file(self, relpath: str) -> None:
-        self._pack_unpacked()
+        self._pack_unpacked(replaced=relpath)
         self.summaries.pop(relpath, None)
         self._scope_contrib.pop(relpath, None)
         self.modules.discard(relpath)

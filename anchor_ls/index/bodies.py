@@ -7,6 +7,8 @@ Resolving a 100 KB file again costs about 100 ms; its edited function alone, a f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from anchor_ls.syntax.reparse import common_prefix
 from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, local_names
 
@@ -31,7 +33,7 @@ def body_edit(
     new_bodies: list[Body],
     line: int,
     delta: int,
-    walked: range | None = None,
+    walked: Sequence[int] | None = None,
     unread: frozenset[str] = frozenset(),
 ) -> BodyEdit | None:
     """What an edit changed in the scopes of a file, given the first line it changed and
@@ -52,6 +54,8 @@ def body_edit(
         return None
     seen_inside: set[int] = set(redo)  # redone scopes whose change nested functions may see
     for i in walked if walked is not None else range(count):
+        if i >= count:  # added: in redo already
+            continue
         was = _shape(old.scopes[i], old_bodies[i], line, delta)
         now = _shape(new.scopes[i], new_bodies[i], line, 0)
         if was == now:

@@ -31,7 +31,7 @@ from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
-from anchor_ls.syntax.parse import has_word, may_mention, summarize
+from anchor_ls.syntax.parse import has_word, may_mention, summarize, words_sketch
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
 from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
@@ -433,7 +433,7 @@ class Index:
         self,
         summary: FileSummary,
         bodies: list[Body],
-        edited: tuple[int, int, range | None] | None = None,
+        edited: tuple[int, int, Sequence[int] | None] | None = None,
     ) -> set[str]:
         """summary: unpacked, with its bodies; edited: the first line changed, the lines
         added and the scopes walked again, for an edit of a file the index held (see
@@ -454,6 +454,7 @@ class Index:
                             dependents.add(importer)
                             if importer.endswith("__init__.py"):
                                 todo.append(importer)
+        names: set[bytes] | None = None  # what an importer would have to name to see a change
         if old is not None and interface_changed:
             # Definitions added, removed or moved: facts naming a removed scope are dropped,
             # the others follow their scope to its new index.
@@ -473,7 +474,7 @@ class Index:
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         edit = None
         if edited and old and self.binder.knows_scopes(rel):
-            unread = self._unread_additions(old, summary) if interface_changed else frozenset()
+            unread = self._unread_additions(old, summary, names) if names else frozenset()
             if not interface_changed or unread:
                 old_bodies = self.binder.bodies(rel)
                 edit = body_edit(old, old_bodies, summary, bodies, *edited, unread=unread)
@@ -500,7 +501,9 @@ class Index:
             return {rel} | changed
         return {rel} | before | changed
 
-    def _unread_additions(self, old: FileSummary, new: FileSummary) -> frozenset[str]:
+    def _unread_additions(
+        self, old: FileSummary, new: FileSummary, names: set[bytes]
+    ) -> frozenset[str]:
         """The names an edit added definitions under, when that is all it changed of the
         file's interface and no code of the file outside them reads those names (a
         function typed at the end of a file, called from nowhere yet); else empty.
@@ -510,9 +513,8 @@ class Index:
         count = len(old.scopes)
         if len(new.scopes) <= count or _layout(new)[:count] != _layout(old):
             return frozenset()
-        names = self._changed_names(old, new)
         source = self._sources.get(new.path, keep=False)
-        if not names or source is None or b"\r" in source:
+        if source is None or b"\r" in source:
             return frozenset()
         lines = source.split(b"\n")
         for scope in new.scopes[count:]:  # the new definitions' own text
@@ -580,10 +582,16 @@ class Index:
         summary = self.binder.summaries.get(rel)
         if summary is None or summary.scopes[0].star_imports:  # Python allows `*` nowhere else
             return True
+        source = None
+        if not summary.words:  # an edit's summary: sketched when first asked
+            source = self._sources.get(rel, keep=False)
+            if source is None:
+                return True
+            summary.words = words_sketch(source)
         maybe = [name for name in names if may_mention(summary.words, name)]
         if not maybe:  # ruled out by the sketch of its words, without reading it
             return False
-        source = self._sources.get(rel, keep=False)
+        source = source or self._sources.get(rel, keep=False)
         return source is None or any(has_word(source, name) for name in maybe)
 
     def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
@@ -1047,22 +1055,27 @@ def _interface_items(summary: FileSummary) -> set[tuple[str, str]]:
     when a definition is inserted, are written as qualnames."""
     scopes = summary.scopes
 
-    def show(value: object) -> str:
-        return repr(_by_qualname(value, scopes))
+    def show(value: tuple) -> str:
+        """value's repr, with definitions by qualname (values are tuples all the way down
+        once a summary's lists are made tuples, packed or not)."""
+        text = repr(value)
+        return repr(_by_qualname(value, scopes)) if "('f', " in text else text
 
     items: set[tuple[str, str]] = set()
     for scope in scopes:
         tail = scope.qualname.rpartition(".")[2]
-        params = [(p.name, p.kind, p.annotation) for p in scope.params]
         shape = (
             scope.kind,
             scope.qualname,
-            scope.decorators,
-            scope.bases,
-            params,
-            sorted(scope.free_calls),
+            tuple(scope.decorators),
+            tuple(scope.bases),
+            tuple((p.name, p.kind, p.annotation) for p in scope.params),
+            tuple(sorted(scope.free_calls)),
+            scope.returns,
+            tuple(scope.return_values),
+            tuple(scope.yields),
         )
-        items.add((tail, show((*shape, scope.returns, scope.return_values, scope.yields))))
+        items.add((tail, show(shape)))
         if scope.kind in ("module", "class"):
             items.update((b.name, show((scope.qualname, b.value))) for b in scope.bindings)
         items.update((a, show((scope.qualname, o, v))) for o, a, v, _ in scope.attr_assigns)
@@ -1074,8 +1087,6 @@ def _by_qualname(value: object, scopes: list) -> object:
     if isinstance(value, tuple):
         if len(value) == 2 and value[0] == "f" and isinstance(value[1], int):
             return ("f", scopes[value[1]].qualname)
-        return tuple(_by_qualname(v, scopes) for v in value)
-    if isinstance(value, list):  # a summary not packed yet: the same as its tuple
         return tuple(_by_qualname(v, scopes) for v in value)
     return value
 

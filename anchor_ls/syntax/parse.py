@@ -6,9 +6,11 @@ definition and call outside the broken region (Python's `ast` would give none).
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import zlib
+from typing import NamedTuple
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Range, Tree
@@ -118,39 +120,56 @@ def summary_of(relpath: str, decoded: DecodedSource, text: bytes, tree: Tree) ->
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 SKETCH_MIN_BITS = 256
-SKETCH_BITS_PER_WORD = 8  # with two bits per word: about 5% of absent words pass
+SKETCH_BITS_PER_WORD = 12  # with four bits per word: under 1% of absent words pass
+_SKETCH_HASHES = 4
 
 
-def words_sketch(text: bytes) -> int:
-    """Every word of a text hashed to two bits of a Bloom filter of 8 bits per distinct
-    word (its size is marked by the bit just above it): when an edit changes what a
-    file defines, most of its hundreds of importers are ruled out by it, unread."""
+def words_sketch(text: bytes) -> bytes:
+    """Every word of a text hashed to four bits of a Bloom filter of 12 to 24 bits per
+    distinct word: when an edit changes what a file defines, most of its hundreds of
+    importers are ruled out by it, unread."""
     words = set(_WORD.findall(text))
     size = max(SKETCH_MIN_BITS, 1 << (SKETCH_BITS_PER_WORD * len(words) - 1).bit_length())
     table = bytearray(size // 8)
-    for word in words:
-        for bit in _bits(word, size):
-            table[bit >> 3] |= 1 << (bit & 7)
-    return int.from_bytes(table, "little") | 1 << size
+    mask = size - 1
+    for word in words:  # the four bits of may_mention, unrolled
+        h = zlib.crc32(word)
+        step = (h >> 16 | h << 16 & 0xFFFF0000) | 1  # odd: four distinct bits of a 2^n table
+        b1, b2, b3, b4 = h & mask, (h + step) & mask, (h + 2 * step) & mask, (h + 3 * step) & mask
+        table[b1 >> 3] |= 1 << (b1 & 7)
+        table[b2 >> 3] |= 1 << (b2 & 7)
+        table[b3 >> 3] |= 1 << (b3 & 7)
+        table[b4 >> 3] |= 1 << (b4 & 7)
+    return bytes(table)
 
 
-def _bits(word: bytes, size: int) -> tuple[int, int]:
-    """Two bits from one hash: its halves swapped give the second."""
-    h = zlib.crc32(word)
-    return h % size, (h >> 16 | h << 16 & 0xFFFF0000) % size
-
-
-def may_mention(words: int, name: bytes) -> bool:
+def may_mention(words: bytes, name: bytes) -> bool:
     """False when a text whose sketch is words surely lacks the word name."""
-    size = words.bit_length() - 1
-    if size < SKETCH_MIN_BITS or not _WORD.fullmatch(name):
+    probe = _probe(name)
+    if not words or probe is None:
         return True
-    return all(words >> bit & 1 for bit in _bits(name, size))
+    mask = len(words) * 8 - 1
+    h, step = probe
+    for _ in range(_SKETCH_HASHES):
+        bit = h & mask
+        if not words[bit >> 3] >> (bit & 7) & 1:
+            return False
+        h += step
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _probe(name: bytes) -> tuple[int, int] | None:
+    """A name's hash and step (see words_sketch), asked of hundreds of sketches in a row."""
+    if not _WORD.fullmatch(name):
+        return None
+    h = zlib.crc32(name)
+    return h, (h >> 16 | h << 16 & 0xFFFF0000) | 1
 
 
 def has_word(text: bytes, name: bytes) -> bool:
     """Whether name stands in text as a word of its own (not inside a longer one)."""
-    return re.search(rb"\b%s\b" % re.escape(name), text) is not None
+    return name in text and re.search(rb"\b%s\b" % re.escape(name), text) is not None
 
 
 def rewalk_function(text: bytes, node: Node, idx: int, head: Scope) -> list[Scope] | None:
@@ -183,6 +202,28 @@ def rewalk_function(text: bytes, node: Node, idx: int, head: Scope) -> list[Scop
     if module.bindings:
         return None
     return walker.scopes[idx:]
+
+
+class Statements(NamedTuple):
+    """Top-level statements walked on their own (see walk_statements)."""
+
+    module: Scope  # what they add to the module scope
+    scopes: list[Scope]  # the definitions in them, numbered on from the first index given
+    constants: list[tuple[str, int, int, Span]]
+    apart: bool  # they change nothing else of the module: no block, `global` or `__all__`
+
+
+def walk_statements(text: bytes, nodes: list[Node], first: int) -> Statements:
+    """Some of a module's top-level statements walked as the whole file's walk would; their
+    definitions are numbered from scope index first."""
+    walker = _Walker(text, 1)
+    module = walker.scopes[0]
+    walker.scopes = [module] * first
+    for node in nodes:
+        walker.stmt(node)
+    apart = walker.block_counter == 0 and walker.all_names is None and not module.global_names
+    apart = apart and not any(b"__all__" in text[n.start_byte : n.end_byte] for n in nodes)
+    return Statements(module, walker.scopes[first:], walker.constants, apart)
 
 
 _TOP_LEVEL_DEF = re.compile(rb"^(?:@|(?:async[ \t]+)?(?:def|class)[ \t])", re.MULTILINE)

@@ -4,13 +4,15 @@ A keystroke in a 100 KB file changes one function's body. tree-sitter parses aga
 the previous tree (a millisecond instead of twenty), only that function is walked again
 (instead of the whole file, 60 ms), and every other scope keeps what it had, moved by the
 bytes and lines the edit added. The summary is the one summarize() makes of the new text;
-the tests compare the two over edits of real code.
+the tests compare the two over edits of real code. (Its words sketch is left for the
+index to make when another file's edit needs it: a few ms of every keystroke.)
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from tree_sitter import Node, Tree
 
@@ -23,7 +25,7 @@ from anchor_ls.syntax.parse import (
     summary_lines,
     summary_of,
     text_point,
-    words_sketch,
+    walk_statements,
 )
 from anchor_ls.syntax.source import MAX_FILE_BYTES
 from anchor_ls.syntax.summary import (
@@ -31,6 +33,7 @@ from anchor_ls.syntax.summary import (
     Body,
     CallSite,
     FileSummary,
+    Param,
     Scope,
     Span,
     scope_bodies,
@@ -43,7 +46,7 @@ _DEFINITIONS = ("function_definition", "class_definition")
 class Reparsed(NamedTuple):
     summary: FileSummary
     bodies: list[Body]  # each scope's (calls, attr_reads, uses), read before packing
-    walked: range | None  # the scopes walked again; None: the whole file was
+    walked: Sequence[int] | None  # the scopes walked again; None: the whole file was
 
 
 class _Held(NamedTuple):
@@ -150,25 +153,37 @@ class _Move:
 
 
 def _reparse(held: _Held, text: bytes) -> tuple[Tree, Reparsed | None]:
-    """The new tree, and the summary when the edit lies inside one function's body."""
+    """The new tree, and the summary when the edit lies inside one function's body or
+    within top-level statements that change nothing else of the module."""
     old = held.text
     start = common_prefix(old, text)
     suffix = _common_suffix(old, text, min(len(old), len(text)) - start)
     old_end, new_end = len(old) - suffix, len(text) - suffix
-    before = _function_around(held.tree.root_node, start, old_end)
-    extent = (before.start_byte, before.end_byte) if before is not None else None
     old_end_point = text_point(old, old_end)
     new_end_point = text_point(text, new_end)
-    held.tree.edit(start, old_end, new_end, text_point(old, start), old_end_point, new_end_point)
-    tree = parser().parse(text, held.tree)
-    if extent is None or tree.root_node.has_error or held.summary.problems:
+    edited = held.tree.copy()  # the held tree stays that of the old text
+    edited.edit(start, old_end, new_end, text_point(old, start), old_end_point, new_end_point)
+    tree = parser().parse(text, edited)
+    if tree.root_node.has_error or held.summary.problems:
         return tree, None
-    after = _function_around(tree.root_node, start, new_end)
     grown = new_end - old_end
-    if after is None or (after.start_byte, after.end_byte) != (extent[0], extent[1] + grown):
-        return tree, None
-    move = _Move(old_end, grown, old_end_point[0] + 1, new_end_point[0] - old_end_point[0])
-    return tree, _splice(held, text, after, move)
+    rows = new_end_point[0] - old_end_point[0]
+    before = _function_around(held.tree.root_node, start, old_end)
+    if before is not None:
+        after = _function_around(tree.root_node, start, new_end)
+        if after is not None and (after.start_byte, after.end_byte) == (
+            before.start_byte,
+            before.end_byte + grown,
+        ):
+            move = _Move(old_end, grown, old_end_point[0] + 1, rows)
+            spliced = _splice(held, text, after, move)
+            if spliced is not None:
+                return tree, spliced
+    run = _top_level_run(old, held.tree.root_node, tree.root_node, start, old_end, grown)
+    if run is None or (run.after_row == old_end_point[0] and old_end_point[1] != new_end_point[1]):
+        return tree, None  # the next statement starts on the edit's last row, moved sideways
+    # what follows the statements starts on a row of its own: it moves from the edit's row
+    return tree, _splice_run(held, text, run, _Move(old_end, grown, old_end_point[0], rows))
 
 
 def _function_around(root: Node, start: int, end: int) -> Node | None:
@@ -221,9 +236,224 @@ def _splice(held: _Held, text: bytes, node: Node, move: _Move) -> Reparsed | Non
         all_names=old.all_names,
         constants=[(n, move.line(a), move.line(b), move.span(s)) for n, a, b, s in old.constants],
         encoding=old.encoding,
-        words=words_sketch(text),
     )
     return Reparsed(summary, bodies, range(idx, end))
+
+
+class _Run(NamedTuple):
+    """The top-level statements an edit touched: old ones out, new ones in. Bytes lo..hi
+    of the old text hold the edit and the old ones, which lie on rows rows[0]..rows[1]."""
+
+    old: list[Node]
+    new: list[Node]
+    lo: int
+    rows: tuple[int, int]
+    after_row: int  # the row where the next statement starts (-1: none)
+
+
+_RUN_STATEMENTS = frozenset(
+    {
+        "function_definition",
+        "class_definition",
+        "decorated_definition",
+        "expression_statement",
+        "import_statement",
+        "import_from_statement",
+        "pass_statement",
+        "comment",
+    }
+)
+
+
+def _top_level_run(
+    old_text: bytes, old_root: Node, new_root: Node, start: int, end: int, grown: int
+) -> _Run | None:
+    """The top-level statements that the old bytes start..end and their replacement touch,
+    when the statements around them are the same in both trees and on rows of their own."""
+    olds, news = old_root.named_children, new_root.named_children
+    lo, hi = start, end
+    while True:
+        # a statement that starts where an insertion ends changed only if its node did
+        o = [n for n in olds if n.end_byte >= lo and n.start_byte < hi]
+        w = [n for n in news if n.end_byte >= lo and n.start_byte < hi + grown]
+        wider_lo = min([lo] + [n.start_byte for n in o + w])
+        wider_hi = max([hi] + [n.end_byte for n in o] + [n.end_byte - grown for n in w])
+        if (wider_lo, wider_hi) == (lo, hi):
+            break
+        lo, hi = wider_lo, wider_hi
+    ahead = sum(n.end_byte < lo for n in olds)
+    if ahead != sum(n.end_byte < lo for n in news) or len(olds) - len(o) != len(news) - len(w):
+        return None
+    if any(n.type not in _RUN_STATEMENTS for n in o + w):
+        return None
+    for a, b in zip(olds[:ahead], news[:ahead], strict=True):
+        if (a.type, a.start_byte, a.end_byte) != (b.type, b.start_byte, b.end_byte):
+            return None
+    rest = olds[ahead + len(o) :]
+    for a, b in zip(rest, news[ahead + len(w) :], strict=True):
+        if (a.type, a.start_byte + grown, a.end_byte + grown) != (b.type, b.start_byte, b.end_byte):
+            return None
+    lo_row = text_point(old_text, lo)[0]
+    rows = (lo_row, o[-1].end_point[0] if o else lo_row - 1)  # none: an insertion
+    if ahead and olds[ahead - 1].end_point[0] >= rows[0]:
+        return None
+    if rest and rest[0].start_point[0] <= rows[1]:
+        return None
+    return _Run(o, w, lo, rows, rest[0].start_point[0] if rest else -1)
+
+
+def _splice_run(held: _Held, text: bytes, run: _Run, move: _Move) -> Reparsed | None:
+    """The old summary with a run of top-level statements walked again, the definitions
+    after them numbered on and moved."""
+    scopes = held.summary.scopes
+    lo_row, hi_row = run.rows
+    first = next((i for i in range(1, len(scopes)) if scopes[i].line - 1 >= lo_row), len(scopes))
+    was = walk_statements(held.text, run.old, first)
+    now = walk_statements(text, run.new, first)
+    if not (was.apart and now.apart):
+        return None
+    end = first + len(was.scopes)
+    if any(not lo_row <= scopes[k].line - 1 <= hi_row for k in range(first, end)):
+        return None
+    if end < len(scopes) and scopes[end].line - 1 <= hi_row:
+        return None
+    shift = len(now.scopes) - len(was.scopes)
+    renumber = _Renumber(end, shift) if shift else None
+    module = _module_spliced(scopes[0], held.bodies[0], now.module, run, move, renumber)
+    if module is None:
+        return None
+    lines = summary_lines(text)
+    new_scopes: list[Scope] = [module[0]]
+    bodies: list[Body] = [module[1]]
+    for k in range(1, first):
+        scope, body = _moved(scopes[k], held.bodies[k], move, None)
+        new_scopes.append(scope)
+        bodies.append(body)
+    for scope in now.scopes:
+        new_scopes.append(scope)
+        bodies.append((scope.calls, scope.attr_reads, scope.uses))
+    for k in range(end, len(scopes)):
+        scope, body = _moved(scopes[k], held.bodies[k], move, None, renumber)
+        new_scopes.append(scope)
+        bodies.append(body)
+    new_scopes[0].end_line = lines
+    walked = range(first, first + len(now.scopes))
+    note_free_calls(new_scopes, walked)
+    old = held.summary
+    constants = [c for c in old.constants if c[1] - 1 < lo_row]
+    constants += now.constants
+    for n, a, b, span in old.constants:
+        if a - 1 > hi_row:
+            constants.append((n, move.line(a), move.line(b), move.span(span)))
+    summary = FileSummary(
+        old.path,
+        new_scopes,
+        lines,
+        all_names=old.all_names,
+        constants=constants,
+        encoding=old.encoding,
+    )
+    return Reparsed(summary, bodies, [0, *walked])
+
+
+_MODULE_LISTS = (("bindings", 2), ("attr_assigns", 3), ("mutations", 2), ("star_imports", 2))
+_BODY_POSITIONS = (4, 2, 3)  # where calls, attribute reads and uses hold their byte offset
+
+
+def _module_spliced(
+    module: Scope, body: Body, added: Scope, run: _Run, move: _Move, renumber: _Renumber | None
+) -> tuple[Scope, Body] | None:
+    """The module scope with what the run's old statements put in it replaced by added."""
+    held_end = run.old[-1].end_byte if run.old else run.lo - 1  # their items lie lo..held_end
+    rest = object.__new__(Scope)
+    rest.__dict__.update(module.__dict__)
+    cuts: dict[str, int] = {}
+    for name, pos_at in _MODULE_LISTS:
+        items = getattr(module, name)
+        cut = _cut(items, pos_at, run.lo, held_end)
+        if cut is None:
+            return None
+        cuts[name] = cut[0]
+        setattr(rest, name, [*items[: cut[0]], *items[cut[1] :]])
+    kept = []
+    for items, pos_at in zip(body, _BODY_POSITIONS, strict=True):
+        cut = _cut(items, pos_at, run.lo, held_end)
+        if cut is None:
+            return None
+        kept.append((cut[0], [*items[: cut[0]], *items[cut[1] :]]))
+    rest_body: Body = (kept[0][1], kept[1][1], kept[2][1])
+    scope, moved_body = _moved(rest, rest_body, move, module.end_line, renumber)
+    for name, _pos_at in _MODULE_LISTS:
+        items = list(getattr(scope, name))
+        items[cuts[name] : cuts[name]] = getattr(added, name)
+        setattr(scope, name, items)
+    new_body = []
+    for (at, _items), items, new in zip(
+        kept, moved_body, (added.calls, added.attr_reads, added.uses), strict=True
+    ):
+        items = list(items)
+        items[at:at] = new
+        new_body.append(items)
+    scope.calls, scope.attr_reads, scope.uses = new_body
+    return scope, (scope.calls, scope.attr_reads, scope.uses)
+
+
+def _cut(items: Sequence[tuple], pos_at: int, lo: int, hi: int) -> tuple[int, int] | None:
+    """(a, b): items[:a] lie before byte lo, items[a:b] within lo..hi, the rest after hi;
+    None when they are not in that order."""
+    sides = [0 if item[pos_at] < lo else 1 if item[pos_at] <= hi else 2 for item in items]
+    if sides != sorted(sides):
+        return None
+    return sides.count(0), len(sides) - sides.count(2)
+
+
+class _Renumber:
+    """Definitions from scope index `cut` on renumbered by `shift`: ("f", i) and
+    ("dw", i, k) values, and parents."""
+
+    __slots__ = ("cut", "shift")
+
+    def __init__(self, cut: int, shift: int) -> None:
+        self.cut, self.shift = cut, shift
+
+    def __call__(self, expr: Any) -> Any:
+        if expr.__class__ is not tuple or not expr:
+            return expr
+        head = expr[0]
+        if (head == "f" or head == "dw") and expr[1].__class__ is int:
+            if expr[1] >= self.cut:
+                return (head, expr[1] + self.shift, *expr[2:])
+            return expr
+        parts = tuple(self(part) for part in expr)
+        return expr if all(a is b for a, b in zip(parts, expr, strict=True)) else parts
+
+    def scope(self, scope: Scope) -> None:
+        """Renumber a scope copy's fields in place (its body aside)."""
+        if scope.parent >= self.cut:
+            scope.parent += self.shift
+        scope.decorators = [self(e) for e in scope.decorators]
+        scope.bases = [self(e) for e in scope.bases]
+        scope.metaclass = self(scope.metaclass)
+        scope.returns = self(scope.returns)
+        scope.params = [
+            Param(p.name, p.kind, self(p.annotation), self(p.default)) for p in scope.params
+        ]
+        scope.bindings = [b._replace(value=self(b.value)) for b in scope.bindings]
+        scope.return_values = [self(e) for e in scope.return_values]
+        scope.yields = [self(e) for e in scope.yields]
+        scope.attr_assigns = [(self(o), a, self(v), p) for o, a, v, p in scope.attr_assigns]
+        scope.mutations = [(n, self(a), p, r) for n, a, p, r in scope.mutations]
+
+    def body(self, body: Body) -> Body:
+        calls, attr_reads, uses = body
+        return (
+            [
+                c._replace(func=self(c.func), args=self(c.args), kwargs=self(c.kwargs))
+                for c in calls
+            ],
+            [(self(e), *rest) for e, *rest in attr_reads],
+            [(t, self(e), *rest) for t, e, *rest in uses],
+        )
 
 
 def _enclosing_ends(scopes: list[Scope], idx: int, node: Node) -> dict[int, int]:
@@ -239,9 +469,16 @@ def _enclosing_ends(scopes: list[Scope], idx: int, node: Node) -> dict[int, int]
     return ends
 
 
-def _moved(scope: Scope, body: Body, move: _Move, end_line: int | None) -> tuple[Scope, Body]:
+def _moved(
+    scope: Scope,
+    body: Body,
+    move: _Move,
+    end_line: int | None,
+    renumber: _Renumber | None = None,
+) -> tuple[Scope, Body]:
     """A scope outside the edit, with what lies after the edit moved; end_line: its new
-    last line when it encloses the edit."""
+    last line when it encloses the edit; renumber: when definitions before it were added
+    or removed."""
     new = object.__new__(Scope)
     new.__dict__.update(scope.__dict__)
     if end_line is None and scope.end_line <= move.row:  # above the edit: nothing moves
@@ -265,4 +502,7 @@ def _moved(scope: Scope, body: Body, move: _Move, end_line: int | None) -> tuple
         new.line, new.start_line = move.line(scope.line), move.line(scope.start_line)
         new.end_line = move.line(scope.end_line)
         new.name_span = span(scope.name_span)
+    if renumber is not None:
+        renumber.scope(new)
+        new.calls, new.attr_reads, new.uses = renumber.body((new.calls, new.attr_reads, new.uses))
     return new, (new.calls, new.attr_reads, new.uses)
