@@ -511,6 +511,11 @@ def test_edits_inside_bodies_resolve_only_what_they_touch_and_equal_a_fresh_buil
         lambda s: s.replace("def tail():\n", "def tail():\n    later()\n"),
         # ...then defined: what calls it resolves again, the whole file
         lambda s: s + "\n\ndef later():\n    return 3\n",
+        # a class added at the end that nothing names yet, then removed again
+        lambda s: s + "\n\nclass Extra(Runner):\n    pass\n",
+        lambda s: s.replace("\n\nclass Extra(Runner):\n    pass\n", ""),
+        # a function removed from the end that other code calls: the whole file again
+        lambda s: s.replace("\n\ndef later():\n    return 3\n", ""),
     ]
     seen_partial = scoped_resolutions(idx)
     first_partial = []
@@ -522,10 +527,11 @@ def test_edits_inside_bodies_resolve_only_what_they_touch_and_equal_a_fresh_buil
         fresh.build()
         assert idx.graph.to_json() == fresh.graph.to_json()
         assert all_sites(idx) == all_sites(fresh)
-    # the body edits and the unread addition were resolved scope by scope, the import,
-    # module and read-addition edits whole
-    assert first_partial == [True, True, True, True, True, False, False, True, True, True, False]
-    assert "mod.py:later" in idx.graph.out(CALLS, "mod.py:tail")
+    # the body edits and the unread additions and removal were resolved scope by scope,
+    # the import, module and read-definition edits whole
+    body = [True, True, True, True, True, False, False, True]
+    assert first_partial == [*body, True, True, False, True, True, False]
+    assert "mod.py:later" not in idx.graph.out(CALLS, "mod.py:tail")
 
 
 def test_after_a_warm_start_a_body_edit_also_resolves_only_its_scopes(tmp_path: Path) -> None:

@@ -1393,6 +1393,7 @@ class Binder:
         """Resolve the call sites, bases and imports of one file (or of some of its scopes).
 
         Returns the facts and the argument values the whole file passes to functions.
+        Scopes past the file's last are gone: what they found is forgotten.
         """
         summary = self.summaries[path]
         per_scope = self._scope_contrib.setdefault(path, {})
@@ -1404,7 +1405,10 @@ class Binder:
         else:
             facts = previous
             facts.forget_scopes(scopes)
-            chosen = sorted(scopes)
+            chosen = sorted(i for i in scopes if i < len(summary.scopes))
+            for gone in scopes.difference(chosen):
+                facts.bases.pop(gone, None)
+                per_scope.pop(gone, None)
             whole = False
         bodies = self.bodies(path)
         for idx in chosen:
@@ -1413,7 +1417,7 @@ class Binder:
             counts = facts.counts[idx] = [0, 0, 0]
             contrib: dict = defaultdict(lambda: defaultdict(set))
             try:
-                if whole and scope.kind == "class":
+                if scope.kind == "class":
                     facts.bases[idx] = [v for v in self.class_bases((path, idx)) if v[0] == "c"]
                 for site in calls:
                     self._resolve_site(path, idx, site, facts, counts, contrib)

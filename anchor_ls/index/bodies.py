@@ -16,14 +16,16 @@ _IMPORTS = ("im", "ima", "if")
 
 
 class BodyEdit:
-    """The scopes to resolve again; every other span at or below `line` moves by `delta`."""
+    """The scopes to resolve again and those gone (removed from the end); every other span
+    at or below `line` moves by `delta`."""
 
-    __slots__ = ("delta", "line", "redo")
+    __slots__ = ("delta", "gone", "line", "redo")
 
-    def __init__(self, redo: set[int], line: int, delta: int) -> None:
+    def __init__(self, redo: set[int], line: int, delta: int, gone: set[int]) -> None:
         self.redo = redo
         self.line = line
         self.delta = delta
+        self.gone = gone
 
 
 def body_edit(
@@ -43,26 +45,30 @@ def body_edit(
     a name of an enclosing scope: `TABLE[k] = f` in a function changes what every reader
     of TABLE sees).
 
-    The file's definitions stayed the same, or (unread) new ones were added after them
-    under names no other code of the file reads: they are resolved, and a scope that
-    only binds those names more changes nothing for the functions nested in it."""
+    The file's definitions stayed the same, or (unread) new ones were added after them or
+    the last ones removed, under names no other code of the file reads: the added ones
+    are resolved, and a scope that binds only those names otherwise changes nothing for
+    the functions nested in it."""
     count = len(old.scopes)
-    if len(new.scopes) != count and not (unread and len(new.scopes) > count):
+    if len(new.scopes) != count and not unread:
         return None
     redo = set(range(count, len(new.scopes)))
-    if any(_reaches_out(new.scopes[i]) for i in redo):
+    gone = set(range(len(new.scopes), count))
+    if any(_reaches_out(new.scopes[i]) for i in redo) or any(
+        _reaches_out(old.scopes[i]) for i in gone
+    ):
         return None
     seen_inside: set[int] = set(redo)  # redone scopes whose change nested functions may see
-    for i in walked if walked is not None else range(count):
-        if i >= count:  # added: in redo already
+    for i in walked if walked is not None else range(min(count, len(new.scopes))):
+        if i >= count or i >= len(new.scopes):  # added (in redo already) or gone
             continue
         was = _shape(old.scopes[i], old_bodies[i], line, delta)
         now = _shape(new.scopes[i], new_bodies[i], line, 0)
         if was == now:
             continue
         redo.add(i)
-        if unread and _binds_more_of(was, now, unread):
-            continue  # it binds the new definitions, which nothing nested in it reads
+        if unread and _binds_otherwise_only(was, now, unread):
+            continue  # it binds the definitions added or gone, which nothing nested reads
         if _reaches_out(old.scopes[i]) or _reaches_out(new.scopes[i]):
             return None
         seen_inside.add(i)
@@ -74,16 +80,17 @@ def body_edit(
             parent = scopes[parent].parent
         if parent >= 0:
             redo.add(i)
-    return BodyEdit(redo, line, delta)
+    return BodyEdit(redo, line, delta, gone)
 
 
-def _binds_more_of(was: tuple, now: tuple, names: frozenset[str]) -> bool:
-    """Whether two shapes of a scope differ only by more bindings of names (a shape:
-    calls, attribute reads, uses, bindings, mutations; see _shape)."""
+def _binds_otherwise_only(was: tuple, now: tuple, names: frozenset[str]) -> bool:
+    """Whether two shapes of a scope differ only in bindings of names, none of them an
+    import (a shape: calls, attribute reads, uses, bindings, mutations; see _shape)."""
     if was[:3] != now[:3] or was[4] != now[4]:
         return False
-    before, after = was[3], now[3]
-    return before == [b for b in after if b[0] not in names] and len(after) > len(before)
+    if any(b[0] in names and b[1][0] in _IMPORTS for b in (*was[3], *now[3])):
+        return False
+    return [b for b in was[3] if b[0] not in names] == [b for b in now[3] if b[0] not in names]
 
 
 def _shape(scope: Scope, body: Body, line: int, delta: int) -> tuple:

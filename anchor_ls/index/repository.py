@@ -474,7 +474,7 @@ class Index:
                 dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
         edit = None
         if edited and old and self.binder.knows_scopes(rel):
-            unread = self._unread_additions(old, summary, names) if names else frozenset()
+            unread = self._unread_changes(old, summary, names) if names else frozenset()
             if not interface_changed or unread:
                 old_bodies = self.binder.bodies(rel)
                 edit = body_edit(old, old_bodies, summary, bodies, *edited, unread=unread)
@@ -501,23 +501,27 @@ class Index:
             return {rel} | changed
         return {rel} | before | changed
 
-    def _unread_additions(
+    def _unread_changes(
         self, old: FileSummary, new: FileSummary, names: set[bytes]
     ) -> frozenset[str]:
-        """The names an edit added definitions under, when that is all it changed of the
-        file's interface and no code of the file outside them reads those names (a
-        function typed at the end of a file, called from nowhere yet); else empty.
+        """The names of the definitions an edit added after the others or removed from the
+        end, when that is all it changed of the file's interface and no other code of the
+        file reads those names (a function typed at the end of a file and called from
+        nowhere yet, or deleted again); else empty.
 
-        Such an edit changes nothing the file's other scopes resolve to: only the new
+        Such an edit changes nothing the file's other scopes resolve to: only the added
         definitions and the scopes that bind them need resolving (see body_edit)."""
         count = len(old.scopes)
-        if len(new.scopes) <= count or _layout(new)[:count] != _layout(old):
+        short, long = (old, new) if len(new.scopes) > count else (new, old)
+        if len(long.scopes) == len(short.scopes):
+            return frozenset()
+        if _layout(long)[: len(short.scopes)] != _layout(short):
             return frozenset()
         source = self._sources.get(new.path, keep=False)
         if source is None or b"\r" in source:
             return frozenset()
         lines = source.split(b"\n")
-        for scope in new.scopes[count:]:  # the new definitions' own text
+        for scope in new.scopes[count:]:  # the added definitions' own text
             lines[scope.start_line - 1 : scope.end_line] = [b""] * (
                 scope.end_line - scope.start_line + 1
             )
@@ -657,7 +661,8 @@ class Index:
                 if edited and round_ == 0 and rel == edited[0] and previous is not None:
                     edit = edited[1]
                     previous.move_lines(partial(moved, line=edit.line, delta=edit.delta))
-                    facts, contrib = self.binder.resolve_file(rel, edit.redo, previous)
+                    scopes = edit.redo | edit.gone
+                    facts, contrib = self.binder.resolve_file(rel, scopes, previous)
                 else:
                     facts, contrib = self.binder.resolve_file(rel)
                 self._facts[rel] = facts
