@@ -388,7 +388,9 @@ class Index:
         with self.lock:
             data, summary = self._sources.get(relpath), self.binder.summaries.get(relpath)
             if data is not None and summary is not None and not summary.problems:
-                self._reparser.hold(relpath, data, summary)
+                self._interface_of(summary)  # what the edit compares with, found now
+                self._interface_items_of(summary)
+                self._reparser.hold(relpath, data, summary, self.binder.bodies(relpath))
 
     def reload_file(self, relpath: str) -> set[str]:
         """Re-read one file from disk (a removal when it is gone)."""

@@ -66,13 +66,17 @@ class Reparser:
     def forget(self, relpath: str) -> None:
         self._held.pop(relpath, None)
 
-    def hold(self, relpath: str, data: bytes, summary: FileSummary) -> None:
-        """Keep the tree of data, whose summary the caller holds, for its first edit."""
+    def hold(
+        self, relpath: str, data: bytes, summary: FileSummary, bodies: list[Body] | None = None
+    ) -> None:
+        """Keep the tree of data, whose summary (and its bodies, if the caller has them
+        unpacked) the caller holds, for its first edit."""
         held = self._held.get(relpath)
         if held is not None and held.summary is summary:
             return
         _decoded, text = read_source(data, limit=len(data))
-        self._keep_held(relpath, _Held(text, parser().parse(text), summary, scope_bodies(summary)))
+        bodies = scope_bodies(summary) if bodies is None else bodies
+        self._keep_held(relpath, _Held(text, parser().parse(text), summary, bodies))
 
     def summarize(
         self,
