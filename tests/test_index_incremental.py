@@ -388,6 +388,52 @@ def test_a_file_edited_to_name_what_is_not_yet_defined_links_once_it_is(tmp_path
     assert index.graph.to_json() == fresh_json(root)
 
 
+def test_an_inserted_definition_resolves_again_only_the_files_that_name_it(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    a = "def f():\n    pass\n\n\ndef g():\n    pass\n"
+    (root / "a.py").write_text(a, encoding="utf-8")
+    (root / "b.py").write_text("import a\n\n\ndef use():\n    a.g()\n", encoding="utf-8")
+    (root / "c.py").write_text("import a\n\n\ndef use():\n    a.H()\n", encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("a.py")
+    resolved: list[str] = []
+    original = index.binder.resolve_file
+    index.binder.resolve_file = lambda path, *rest: resolved.append(path) or original(path, *rest)  # type: ignore[method-assign]
+    index.update_file("a.py", a.replace("\n\ndef g", "\n\nclass H:\n    pass\n\n\ndef g"))
+    assert sorted(set(resolved)) == ["a.py", "c.py"]
+    assert "a.py:H" in index.graph.out(CALLS, "c.py:use")
+    assert "a.py:g" in index.graph.out(CALLS, "b.py:use")
+
+
+def test_swapping_two_definitions_of_one_name_reaches_their_callers(tmp_path: Path) -> None:
+    """Which of two `def f` a name means is part of the interface, though the set of
+    definitions stays the same."""
+
+    def runs(index: Index) -> list[str]:
+        return [d for d in index.graph.out(CALLS, "b.py:use") if d.endswith(".run")]
+
+    root = tmp_path / "r"
+    root.mkdir()
+    run = "    def run(self):\n        pass\n"
+    classes = f"class A:\n{run}\n\nclass B:\n{run}"
+    first = "\n\ndef f():\n    return A()\n\n\ndef f():\n    return B()\n"
+    (root / "a.py").write_text(classes + first, encoding="utf-8")
+    (root / "b.py").write_text("from a import f\n\n\ndef use():\n    f().run()\n", encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    assert runs(index) == ["a.py:B.run"]  # the last f
+    index.prepare_edits("a.py")
+    swapped = classes + first.replace("A()", "X()").replace("B()", "A()").replace("X()", "B()")
+    index.update_file("a.py", swapped)
+    assert runs(index) == ["a.py:A.run"]
+    (root / "a.py").write_text(swapped, encoding="utf-8")
+    assert index.graph.to_json() == fresh_json(root)
+
+
 def test_class_edits_keep_self_dispatch_and_hierarchy_fresh(tmp_path: Path) -> None:
     """A base method calling `self.hook()` reaches the overrides of the subclasses that
     exist now: subclasses gained, lost, moved among other definitions, or whose base

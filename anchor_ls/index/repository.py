@@ -79,7 +79,7 @@ class Index:
         self._reparser = Reparser()  # the trees of files under edit
         self._hashes: dict[str, str] = {}
         self._facts: dict[str, FileFacts] = {}
-        self._interface_memo: dict[str, list[tuple[FileSummary, dict[str, Any]]]] = {}
+        self._interface_memo: dict[str, list[tuple[FileSummary, set[tuple[str, str]]]]] = {}
         self._ids: dict[str, list[str]] = {}
         # After a warm start, until the resolution state (facts, argument values) is read
         # from the cache: (paths, the fingerprint it is stored under, site counts, hashes).
@@ -380,7 +380,8 @@ class Index:
             old, new = _python_lines(before), _python_lines(data)
             line = first_changed_line(old, new)
             delta = new.count(b"\n") - old.count(b"\n")
-            return self._replace(summary, parsed.bodies, (line, delta, parsed.walked))
+            edited = (line, delta, parsed.walked, parsed.replaced)
+            return self._replace(summary, parsed.bodies, edited)
 
     def prepare_edits(self, relpath: str) -> None:
         """Parse relpath as indexed and keep its tree, so that even its first edit walks
@@ -388,8 +389,7 @@ class Index:
         with self.lock:
             data, summary = self._sources.get(relpath), self.binder.summaries.get(relpath)
             if data is not None and summary is not None and not summary.problems:
-                self._interface_of(summary)  # what the edit compares with, found now
-                self._interface_items_of(summary)
+                self._interface_items_of(summary)  # what the edit compares with, found now
                 self._reparser.hold(relpath, data, summary, self.binder.bodies(relpath))
 
     def reload_file(self, relpath: str) -> set[str]:
@@ -435,15 +435,20 @@ class Index:
         self,
         summary: FileSummary,
         bodies: list[Body],
-        edited: tuple[int, int, Sequence[int] | None] | None = None,
+        edited: tuple[int, int, Sequence[int] | None, Sequence[int] | None] | None = None,
     ) -> set[str]:
         """summary: unpacked, with its bodies; edited: the first line changed, the lines
-        added and the scopes walked again, for an edit of a file the index held (see
-        bodies.body_edit)."""
+        added, the scopes walked again and the old ones they replace, for an edit of a file
+        the index held (see bodies.body_edit)."""
         self.ensure_engine()
         rel = summary.path
         old = self.binder.summaries.get(rel)
-        interface_changed = old is None or self._interface_of(old) != self._interface_of(summary)
+        line, delta, walked, replaced = edited if edited else (0, 0, None, None)
+        # what an importer would have to name to see a change
+        names: set[bytes] | None = None
+        interface_changed = True
+        if old is not None:
+            interface_changed, names = self._interface_change(old, summary, walked, replaced)
         dependents = self._dependents(rel, interface_changed) if old is not None else set()
         if old is None:
             dependents = self._all_importers_of_new(rel)
@@ -456,7 +461,6 @@ class Index:
                             dependents.add(importer)
                             if importer.endswith("__init__.py"):
                                 todo.append(importer)
-        names: set[bytes] | None = None  # what an importer would have to name to see a change
         if old is not None and interface_changed:
             # Definitions added, removed or moved: facts naming a removed scope are dropped,
             # the others follow their scope to its new index.
@@ -469,7 +473,6 @@ class Index:
                     facts.renumber(rel, numbers)
             # Only files that name what changed, or that link to a changed definition, can
             # now resolve differently (and star importers).
-            names = self._changed_names(old, summary)
             if names is not None:
                 changed = {n.decode() for n in names}
                 linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
@@ -479,7 +482,7 @@ class Index:
             unread = self._unread_changes(old, summary, names) if names else frozenset()
             if not interface_changed or unread:
                 old_bodies = self.binder.bodies(rel)
-                edit = body_edit(old, old_bodies, summary, bodies, *edited, unread=unread)
+                edit = body_edit(old, old_bodies, summary, bodies, line, delta, walked, unread)
         # What the files to resolve again pass as they stand, in the present argument facts:
         # an edit propagates only what it changes of that (see _reresolve).
         passed_before: dict[str, dict] = {}
@@ -532,33 +535,38 @@ class Index:
             return frozenset()
         return frozenset(name.decode() for name in names)
 
-    def _interface_of(self, summary: FileSummary) -> int:
-        return self._memo(summary, "hash", _interface)
-
     def _interface_items_of(self, summary: FileSummary) -> set[tuple[str, str]]:
-        return self._memo(summary, "items", _interface_items)
-
-    def _memo(self, summary: FileSummary, what: str, compute: Callable[[FileSummary], Any]) -> Any:
-        """What compute finds in a summary, kept for the last two summaries of its file: the
-        one the index holds and the one replacing it (the next edit compares them)."""
+        """The interface items of a summary, kept for the last two of its file: the one
+        the index holds and the one replacing it (the next edit compares them)."""
         kept = self._interface_memo.setdefault(summary.path, [])
-        memo = next((m for s, m in kept if s is summary), None)
-        if memo is None:
-            memo = {}
-            kept[:] = [*kept[-1:], (summary, memo)]
-        found = memo.get(what)
+        found = next((items for s, items in kept if s is summary), None)
         if found is None:
-            found = memo[what] = compute(summary)
+            found = _interface_items(summary)
+            kept[:] = [*kept[-1:], (summary, found)]
         return found
 
-    def _changed_names(self, old: FileSummary, new: FileSummary) -> set[bytes] | None:
-        """The names whose meaning differs between two versions of a file's interface (what
-        an importer would have to write to see the difference); None when that cannot be
-        told."""
+    def _interface_change(
+        self,
+        old: FileSummary,
+        new: FileSummary,
+        walked: Sequence[int] | None,
+        replaced: Sequence[int] | None,
+    ) -> tuple[bool, set[bytes] | None]:
+        """Whether what other files can see of a file changed between two versions, and
+        the names whose meaning differs (what an importer would have to write to see the
+        difference; None when that cannot be told).
+
+        After a splice (new scopes walked replacing old ones replaced, see syntax.reparse)
+        only those are compared: every other scope only moved, and items name definitions
+        by qualname, not by the index that moved."""
+        if walked is not None and replaced is not None:
+            items = _interface_items(old, replaced) ^ _interface_items(new, walked)
+        else:
+            items = self._interface_items_of(old) ^ self._interface_items_of(new)
         if old.all_names != new.all_names:
-            return None
-        items = self._interface_items_of(old) ^ self._interface_items_of(new)
-        return {name.encode() for name, _ in items} or None
+            return True, None
+        names = {name.encode() for name, _ in items} or None
+        return names is not None or _layout(old) != _layout(new), names
 
     def _dispatching_into(self, rel: str, changed: set[str]) -> set[str]:
         """Refresh the class tables of the changed files; the files of the ancestors of a
@@ -1030,50 +1038,29 @@ def _python_lines(data: bytes) -> bytes:
     return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
 
 
-def _interface(summary: FileSummary) -> int:
-    """A hash of what other files can see of this one (not its call sites or lines)."""
-    parts = []
-    for scope in summary.scopes:
-        parts.append(
-            (
-                scope.kind,
-                scope.qualname,
-                scope.parent,
-                repr(tuple(scope.decorators)),
-                repr(tuple(scope.bases)),
-                repr([(p.name, p.kind, p.annotation) for p in scope.params]),
-                repr(scope.returns),
-                repr(tuple(scope.return_values)),
-                repr(tuple(scope.yields)),
-                repr([(b.name, b.value) for b in scope.bindings])
-                if scope.kind in ("module", "class")
-                else "",
-                repr([(o, a, v) for o, a, v, _ in scope.attr_assigns]),
-                repr([(m, lv) for m, lv, _ in scope.star_imports]),
-                repr(sorted(scope.free_calls)),  # whether it wraps what its decorator was given
-            )
-        )
-    parts.append(repr(summary.all_names))
-    return hash(tuple(parts))
-
-
-def _interface_items(summary: FileSummary) -> set[tuple[str, str]]:
-    """(name, what it is) for each thing another file can see; scope indices, which shift
-    when a definition is inserted, are written as qualnames."""
+def _interface_items(
+    summary: FileSummary, among: Iterable[int] | None = None
+) -> set[tuple[str, str]]:
+    """(name, what it is) for each thing another file can see (of the scopes among, else
+    of all); scope indices, which shift when a definition is inserted, are written as
+    qualnames (and which of the definitions of a qualname, if there are several)."""
     scopes = summary.scopes
+    twins = _twins(scopes)
 
     def show(value: tuple) -> str:
         """value's repr, with definitions by qualname (values are tuples all the way down
         once a summary's lists are made tuples, packed or not)."""
         text = repr(value)
-        return repr(_by_qualname(value, scopes)) if "('f', " in text else text
+        return repr(_by_qualname(value, scopes, twins)) if "('f', " in text else text
 
     items: set[tuple[str, str]] = set()
-    for scope in scopes:
+    for i in range(len(scopes)) if among is None else among:
+        scope = scopes[i]
         tail = scope.qualname.rpartition(".")[2]
         shape = (
             scope.kind,
             scope.qualname,
+            twins.get(i, 0),
             tuple(scope.decorators),
             tuple(scope.bases),
             tuple((p.name, p.kind, p.annotation) for p in scope.params),
@@ -1090,12 +1077,21 @@ def _interface_items(summary: FileSummary) -> set[tuple[str, str]]:
     return items
 
 
-def _by_qualname(value: object, scopes: list) -> object:
+def _by_qualname(value: object, scopes: list, twins: dict[int, int]) -> object:
     if isinstance(value, tuple):
         if len(value) == 2 and value[0] == "f" and isinstance(value[1], int):
-            return ("f", scopes[value[1]].qualname)
-        return tuple(_by_qualname(v, scopes) for v in value)
+            return ("f", scopes[value[1]].qualname, twins.get(value[1], 0))
+        return tuple(_by_qualname(v, scopes, twins) for v in value)
     return value
+
+
+def _twins(scopes: list) -> dict[int, int]:
+    """index -> which definition of its kind and qualname it is, for those defined more
+    than once (a property and its setter)."""
+    seen: dict[tuple[str, str], list[int]] = {}
+    for i, scope in enumerate(scopes):
+        seen.setdefault((scope.kind, scope.qualname), []).append(i)
+    return {i: k for same in seen.values() if len(same) > 1 for k, i in enumerate(same)}
 
 
 def _layout(summary: FileSummary) -> list[tuple[str, str]]:

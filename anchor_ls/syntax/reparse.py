@@ -47,6 +47,7 @@ class Reparsed(NamedTuple):
     summary: FileSummary
     bodies: list[Body]  # each scope's (calls, attr_reads, uses), read before packing
     walked: Sequence[int] | None  # the scopes walked again; None: the whole file was
+    replaced: Sequence[int] | None  # the previous summary's scopes they replace
 
 
 class _Held(NamedTuple):
@@ -99,7 +100,7 @@ class Reparser:
             tree = parser().parse(text)
         if result is None:
             summary = summary_of(relpath, decoded, text, tree)
-            result = Reparsed(summary, scope_bodies(summary), None)
+            result = Reparsed(summary, scope_bodies(summary), None, None)
         self._keep_held(relpath, _Held(text, tree, result.summary, result.bodies))
         return result
 
@@ -241,7 +242,7 @@ def _splice(held: _Held, text: bytes, node: Node, move: _Move) -> Reparsed | Non
         constants=[(n, move.line(a), move.line(b), move.span(s)) for n, a, b, s in old.constants],
         encoding=old.encoding,
     )
-    return Reparsed(summary, bodies, range(idx, end))
+    return Reparsed(summary, bodies, range(idx, end), range(idx, end))
 
 
 class _Run(NamedTuple):
@@ -357,7 +358,7 @@ def _splice_run(held: _Held, text: bytes, run: _Run, move: _Move) -> Reparsed | 
         constants=constants,
         encoding=old.encoding,
     )
-    return Reparsed(summary, bodies, [0, *walked])
+    return Reparsed(summary, bodies, [0, *walked], [0, *range(first, end)])
 
 
 _MODULE_LISTS = (("bindings", 2), ("attr_assigns", 3), ("mutations", 2), ("star_imports", 2))
