@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -181,18 +182,27 @@ def _random_edits(data: bytes, rnd: random.Random) -> list[bytes]:
     return steps
 
 
-def test_random_edits_of_standard_library_files_give_the_fresh_summaries() -> None:
+def stdlib_reparses(
+    edits: Callable[[bytes, random.Random], list[bytes]], seed: int
+) -> list[Reparsed]:
+    """The reparses of 30 standard library files under edits, each checked against a
+    fresh parse (see edit_in_steps)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"]).glob("*.py")
     files = sorted(p for p in stdlib if p.stat().st_size < 60_000)
-    rnd = random.Random(7)
-    walked = 0
+    rnd = random.Random(seed)
+    out: list[Reparsed] = []
     for path in rnd.sample(files, 30):
         try:
-            results = edit_in_steps(_random_edits(path.read_bytes(), rnd))
+            out += edit_in_steps(edits(path.read_bytes(), rnd))
         except (UnreadableSource, RecursionError):
             continue
-        walked += sum(r.walked is not None for r in results)
-    assert walked > 20  # the comparison covered many one-function walks
+    return out
+
+
+def test_random_edits_of_standard_library_files_give_the_fresh_summaries() -> None:
+    results = stdlib_reparses(_random_edits, 7)
+    # the comparison covered many one-function walks
+    assert sum(r.walked is not None for r in results) > 20
 
 
 def _top_level_edits(data: bytes, rnd: random.Random) -> list[bytes]:
@@ -231,14 +241,6 @@ def _top_level_edits(data: bytes, rnd: random.Random) -> list[bytes]:
 
 
 def test_top_level_edits_of_standard_library_files_give_the_fresh_summaries() -> None:
-    stdlib = Path(sysconfig.get_paths()["stdlib"]).glob("*.py")
-    files = sorted(p for p in stdlib if p.stat().st_size < 60_000)
-    rnd = random.Random(11)
-    by_statements = 0
-    for path in rnd.sample(files, 30):
-        try:
-            results = edit_in_steps(_top_level_edits(path.read_bytes(), rnd))
-        except (UnreadableSource, RecursionError):
-            continue
-        by_statements += sum(r.walked is not None and 0 in r.walked for r in results)
-    assert by_statements > 150  # most edits walked only the statements they touched
+    results = stdlib_reparses(_top_level_edits, 11)
+    # most edits walked only the statements they touched
+    assert sum(r.walked is not None and 0 in r.walked for r in results) > 150

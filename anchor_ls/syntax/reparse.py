@@ -246,8 +246,9 @@ def _splice(held: _Held, text: bytes, node: Node, move: _Move) -> Reparsed | Non
 
 
 class _Run(NamedTuple):
-    """The top-level statements an edit touched: old ones out, new ones in. Bytes lo..hi
-    of the old text hold the edit and the old ones, which lie on rows rows[0]..rows[1]."""
+    """The top-level statements an edit touched: old ones out, new ones in. The old ones
+    and the edit start at byte lo of the old text; the old ones lie on rows rows[0] to
+    rows[1]."""
 
     old: list[Node]
     new: list[Node]
@@ -380,24 +381,26 @@ def _module_spliced(
             return None
         cuts[name] = cut[0]
         setattr(rest, name, [*items[: cut[0]], *items[cut[1] :]])
-    kept = []
+    at: list[int] = []
+    rest_body = []
     for items, pos_at in zip(body, _BODY_POSITIONS, strict=True):
         cut = _cut(items, pos_at, run.lo, held_end)
         if cut is None:
             return None
-        kept.append((cut[0], [*items[: cut[0]], *items[cut[1] :]]))
-    rest_body: Body = (kept[0][1], kept[1][1], kept[2][1])
-    scope, moved_body = _moved(rest, rest_body, move, module.end_line, renumber)
+        at.append(cut[0])
+        rest_body.append([*items[: cut[0]], *items[cut[1] :]])
+    calls, attr_reads, uses = rest_body
+    scope, moved_body = _moved(rest, (calls, attr_reads, uses), move, module.end_line, renumber)
     for name, _pos_at in _MODULE_LISTS:
         items = list(getattr(scope, name))
         items[cuts[name] : cuts[name]] = getattr(added, name)
         setattr(scope, name, items)
     new_body = []
-    for (at, _items), items, new in zip(
-        kept, moved_body, (added.calls, added.attr_reads, added.uses), strict=True
+    for k, items, new in zip(
+        at, moved_body, (added.calls, added.attr_reads, added.uses), strict=True
     ):
         items = list(items)
-        items[at:at] = new
+        items[k:k] = new
         new_body.append(items)
     scope.calls, scope.attr_reads, scope.uses = new_body
     return scope, (scope.calls, scope.attr_reads, scope.uses)
