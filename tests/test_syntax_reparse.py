@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sysconfig
 from collections.abc import Callable
@@ -50,9 +51,9 @@ def comparable(summary: FileSummary, bodies: list[Body]) -> tuple[Any, ...]:
     scopes = []
     for scope, body in zip(summary.scopes, bodies, strict=True):
         fields = {
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in vars(scope).items()
-            if k not in ("calls", "attr_reads", "uses")
+            f.name: tuple(v) if isinstance(v := getattr(scope, f.name), list) else v
+            for f in dataclasses.fields(scope)
+            if f.name not in ("calls", "attr_reads", "uses")
         }
         scopes.append((fields, tuple(tuple(part) for part in body)))
     constants = [tuple(c) for c in summary.constants]

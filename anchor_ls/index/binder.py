@@ -73,6 +73,7 @@ _DUNDER_CALLERS = {
     "builtins.print": ("__str__", None),
 }
 _MAX_FLOWED = 6
+_MAX_CALLBACKS = 24
 _MAX_VALUES = 64
 
 
@@ -184,7 +185,7 @@ class Binder:
         self._mutations: dict[str, dict[tuple[int, str], list]] = {}
         self._handed: dict[str, frozenset[str]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
-        self._returned: dict[tuple[str, int], Param | None] = {}
+        self._returned: dict[tuple[str, int], tuple[Param, tuple[Expr, ...]] | None] = {}
         self.forget_values()
 
     def forget_values(self) -> None:
@@ -1132,7 +1133,14 @@ class Binder:
             parent_ctx = Ctx(path, scope.parent, None)
             out |= {v for v in self.eval(param.default, parent_ctx) if v[0] != "x"}
         flowed = self.param_facts.get((path, idx), {}).get(param.name, EMPTY)
-        if len(flowed) <= _MAX_FLOWED:  # more is a megamorphic parameter: no edge on a guess
+        # More is a megamorphic parameter: no edge on a guess. Functions handed over to be
+        # called are many by design (a matcher per grouping rule), and each is called; a
+        # registry that keeps what it is given has no call to show for it.
+        if len(flowed) <= _MAX_FLOWED or (
+            len(flowed) <= _MAX_CALLBACKS
+            and param.name in scope.called_params
+            and all(v[0] == "f" for v in flowed)
+        ):
             out |= flowed
         if param.kind == "star":
             return frozenset({("L", frozenset(out))}) if out else EMPTY
@@ -1220,7 +1228,7 @@ class Binder:
             kind = v[0]
             if kind in ("f", "b"):
                 passed = self._passed_through((v[1], v[2]), kind == "b", call, ctx)
-                out |= passed or self.returns((v[1], v[2]))
+                out |= self.returns((v[1], v[2])) if passed is None else passed
             elif kind == "c":
                 out.add(("i", v[1], v[2]))
             elif kind in ("i", "I"):
@@ -1242,11 +1250,28 @@ class Binder:
     ) -> Values | None:
         """What a call of a function that returns one of its parameters as it came gives:
         the argument this call passes (`def first(x, y): return x`), not what every call
-        passes. None (or nothing: an argument not known here) when the function does more,
-        or the argument cannot be told: then what every call passes is the answer."""
-        param = self._returned_param(fn)
-        if param is None or call[0] != "c":
+        passes, with what its other returns give (a nested def: a decorator factory's
+        `return inner(f) if f else inner`). None (or nothing: an argument not known here)
+        when the function does more, or the argument cannot be told: then what every call
+        passes is the answer."""
+        plan = self._returned_param(fn)
+        if plan is None or call[0] != "c":
             return None
+        param, others = plan
+        arg = self._argument(fn, bound, call, param)
+        if arg is None:
+            return None
+        out = set(self.eval(arg, ctx))
+        if not out and arg[0] == "n":  # a name not known here (a cycle cut short): unsure
+            return None
+        inside = Ctx(fn[0], fn[1], None)
+        for expr in others:
+            out |= self.eval(expr, inside)
+        return frozenset(out)
+
+    def _argument(self, fn: tuple[str, int], bound: bool, call: Expr, param: Param) -> Expr | None:
+        """The expression a call passes for one parameter of fn; None when it spreads
+        `*args`/`**kwargs` or leaves the parameter to its default."""
         args, kwargs = call[2], call[3]
         if any(a[0] == "*" for a in args) or any(k == "**" for k, _ in kwargs):
             return None
@@ -1254,36 +1279,67 @@ class Binder:
         positional = [p.name for p in params if p.kind in ("pos", "posonly")][int(bound) :]
         at = positional.index(param.name) if param.name in positional else len(args)
         if at < len(args):
-            return self.eval(args[at], ctx)
+            return args[at]
         if param.kind != "posonly":
             for name, expr in kwargs:
                 if name == param.name:
-                    return self.eval(expr, ctx)
-        return None  # a default, or a call that does not fit: what every call passes
+                    return expr
+        return None
 
-    def _returned_param(self, fn: tuple[str, int]) -> Param | None:
-        """The parameter every `return` of fn gives back unchanged, if there is one."""
+    def _returned_param(self, fn: tuple[str, int]) -> tuple[Param, tuple[Expr, ...]] | None:
+        """The parameter every `return` of fn that reads a parameter gives back unchanged
+        (itself, or through a nested function that does), and the other returns: nested
+        definitions, whatever the call."""
         if fn not in self._returned:
+            self._returned[fn] = None  # a function returning its own call: nothing to tell
             self._returned[fn] = self._find_returned_param(fn)
         return self._returned[fn]
 
-    def _find_returned_param(self, fn: tuple[str, int]) -> Param | None:
+    def _find_returned_param(self, fn: tuple[str, int]) -> tuple[Param, tuple[Expr, ...]] | None:
         scope = self.scope(*fn)
         if scope.returns is not None or scope.yields or not scope.return_values:
             return None
-        if any(expr[0] != "n" for expr in scope.return_values):
+        names = self.names(*fn)
+        params = {p.name: p for p in scope.params}
+        through: set[str] = set()
+        others: list[Expr] = []
+        for expr in scope.return_values:
+            name = self._passing(fn, expr, params, names)
+            if name is not None:
+                through.add(name)
+            elif expr[0] == "n" and expr[1] not in params and _defined_once(names, expr[1]):
+                others.append(expr)
+            else:
+                return None
+        if len(through) != 1:
             return None
-        names = {expr[1] for expr in scope.return_values}
-        if len(names) != 1:
-            return None
-        (name,) = names
-        param = next((p for p in scope.params if p.name == name), None)
-        if param is None or param.kind in ("star", "starstar") or name in scope.global_names:
+        (name,) = through
+        param = params[name]
+        if param.kind in ("star", "starstar") or name in scope.global_names:
             return None
         if any(m[0] == name for m in scope.mutations):  # `x.append(f); return x` adds to it
             return None
-        bindings = self.names(*fn).get(name, ())
-        return param if len(bindings) == 1 else None  # never bound again in fn
+        if len(names.get(name, ())) != 1:  # bound again in fn
+            return None
+        return param, tuple(others)
+
+    def _passing(
+        self, fn: tuple[str, int], expr: Expr, params: dict[str, Param], names: dict
+    ) -> str | None:
+        """The parameter of fn an expression returns unchanged: the parameter's name, or a
+        call of a nested function that returns the argument it is given for it."""
+        if expr[0] == "n":
+            return expr[1] if expr[1] in params else None
+        if expr[0] != "c" or expr[1][0] != "n" or not _defined_once(names, expr[1][1]):
+            return None
+        inner = (fn[0], names[expr[1][1]][0].value[1])
+        if self.scope(*inner).decorators:  # a call of what its decorators made of it
+            return None
+        plan = self._returned_param(inner)
+        if plan is None or plan[1]:
+            return None
+        arg = self._argument(inner, False, expr, plan[0])
+        return None if arg is None else self._passing(fn, arg, params, names)
 
     def _external_result(self, dotted: str, call: Expr, ctx: Ctx) -> Values:
         name = dotted.removeprefix("builtins.")
@@ -2029,6 +2085,12 @@ def _literal_items(expr: Expr) -> tuple[Expr, ...] | None:
 def _interesting(values: Values) -> Values:
     """Values worth carrying into a parameter: repository things, not externals."""
     return frozenset(v for v in values if v[0] != "x")
+
+
+def _defined_once(names: dict[str, list[Binding]], name: str) -> bool:
+    """Whether a scope binds name once, to a definition of its own (a nested def)."""
+    bound = names.get(name, ())
+    return len(bound) == 1 and bound[0].value[0] == "f"
 
 
 def _cap(values: set[Value] | Values) -> Values:

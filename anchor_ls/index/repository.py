@@ -1068,6 +1068,7 @@ def _interface_items(
             tuple(scope.bases),
             tuple((p.name, p.kind, p.annotation) for p in scope.params),
             tuple(sorted(scope.free_calls)),
+            tuple(sorted(scope.called_params)),
             scope.returns,
             tuple(scope.return_values),
             tuple(scope.yields),

@@ -1063,8 +1063,10 @@ def _is_type_variable(value: Expr) -> bool:
 
 def note_free_calls(scopes: list[Scope], among: range | None = None) -> None:
     """What each nested function calls by a name of an enclosing function (a wrapper calling
-    what its decorator was given): kept outside the packed bodies for the binder."""
-    for i in among if among is not None else range(len(scopes)):
+    what its decorator was given), and which parameters each function calls, itself or
+    through a nested one: kept outside the packed bodies for the binder."""
+    chosen = range(len(scopes)) if among is None else among
+    for i in chosen:
         scope = scopes[i]
         if scope.parent < 0 or scopes[scope.parent].kind != "function" or not scope.calls:
             continue
@@ -1079,6 +1081,24 @@ def note_free_calls(scopes: list[Scope], among: range | None = None) -> None:
             up = scopes[up].parent
         if called & outer:
             scope.free_calls = frozenset(called & outer)
+    owners = set(chosen)
+    for i in chosen:  # what a nested function calls is what its enclosing ones call too
+        up = scopes[i].parent
+        while up > 0 and scopes[up].kind == "function":
+            owners.add(up)
+            up = scopes[up].parent
+    for i in sorted(owners):
+        scope = scopes[i]
+        if scope.kind != "function" or not scope.params:
+            continue
+        names = {p.name for p in scope.params}
+        called = {c.func[1] for c in scope.calls if c.func[0] == "n"} & names
+        j = i + 1
+        while j < len(scopes) and scopes[j].parent >= i:  # the scopes nested in it
+            called |= scopes[j].free_calls & names
+            j += 1
+        if called != scope.called_params:
+            scope.called_params = frozenset(called)
 
 
 def _slice_key(node: Node) -> Expr:

@@ -104,6 +104,7 @@ class Scope:
     uses: Sequence[tuple[str, Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     is_async: bool = False
     free_calls: frozenset[str] = frozenset()  # names of enclosing functions a nested one calls
+    called_params: frozenset[str] = frozenset()  # parameters it calls (or a nested one does)
 
 
 @dataclass
