@@ -516,11 +516,8 @@ class Index:
 
         Such an edit changes nothing the file's other scopes resolve to: only the added
         definitions and the scopes that bind them need resolving (see body_edit)."""
-        count = len(old.scopes)
-        short, long = (old, new) if len(new.scopes) > count else (new, old)
-        if len(long.scopes) == len(short.scopes):
-            return frozenset()
-        if _layout(long)[: len(short.scopes)] != _layout(short):
+        count, shared = len(old.scopes), min(len(old.scopes), len(new.scopes))
+        if count == len(new.scopes) or _layout(old)[:shared] != _layout(new)[:shared]:
             return frozenset()
         source = self._sources.get(new.path, keep=False)
         if source is None or b"\r" in source:

@@ -132,9 +132,8 @@ def words_sketch(text: bytes) -> bytes:
     size = max(SKETCH_MIN_BITS, 1 << (SKETCH_BITS_PER_WORD * len(words) - 1).bit_length())
     table = bytearray(size // 8)
     mask = size - 1
-    for word in words:  # the four bits of may_mention, unrolled
-        h = zlib.crc32(word)
-        step = (h >> 16 | h << 16 & 0xFFFF0000) | 1  # odd: four distinct bits of a 2^n table
+    for word in words:  # the four bits of may_mention (_SKETCH_HASHES), unrolled
+        h, step = _hash(word)
         b1, b2, b3, b4 = h & mask, (h + step) & mask, (h + 2 * step) & mask, (h + 3 * step) & mask
         table[b1 >> 3] |= 1 << (b1 & 7)
         table[b2 >> 3] |= 1 << (b2 & 7)
@@ -161,9 +160,13 @@ def may_mention(words: bytes, name: bytes) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _probe(name: bytes) -> tuple[int, int] | None:
     """A name's hash and step (see words_sketch), asked of hundreds of sketches in a row."""
-    if not _WORD.fullmatch(name):
-        return None
-    h = zlib.crc32(name)
+    return _hash(name) if _WORD.fullmatch(name) else None
+
+
+def _hash(word: bytes) -> tuple[int, int]:
+    """A word's first bit and the step to the next: odd, so the bits of a 2^n table
+    differ."""
+    h = zlib.crc32(word)
     return h, (h >> 16 | h << 16 & 0xFFFF0000) | 1
 
 
