@@ -1550,11 +1550,7 @@ class Binder:
         method that stores on `self`, every method of its class and of the subclasses."""
         path, idx = fn
         parent = self.summaries[path].scopes[idx].parent
-        if (
-            parent < 0
-            or self.scope(path, parent).kind != "class"
-            or not self._stores_on_receiver(fn)
-        ):
+        if not self._receiver_attrs(fn):
             return {path: set(self._nested(path, idx))}
         out: dict[str, set[int]] = {}
         for cls_path, cls_idx in [(path, parent), *sorted(self.subclasses((path, parent)))]:
@@ -1575,17 +1571,22 @@ class Binder:
                 break
         return out
 
-    def _stores_on_receiver(self, method: tuple[str, int]) -> bool:
-        """Whether the method (or what it nests) sets `self.x`: inst_attrs() reads only those."""
+    def _receiver_attrs(self, method: tuple[str, int]) -> list[str]:
+        """The names the method (or what it nests) sets on `self`: inst_attrs() reads only
+        those. Empty for a function outside a class."""
         path, idx = method
         scopes = self.summaries[path].scopes
-        if not scopes[idx].params:
-            return False
+        parent = scopes[idx].parent
+        if parent < 0 or scopes[parent].kind != "class" or not scopes[idx].params:
+            return []
         receiver = ("n", scopes[idx].params[0].name)
-        return any(
-            assign[0] == receiver
-            for nested in self._with_nested(path, idx)
-            for assign in scopes[nested].attr_assigns
+        return sorted(
+            {
+                assign[1]
+                for nested in self._with_nested(path, idx)
+                for assign in scopes[nested].attr_assigns
+                if assign[0] == receiver
+            }
         )
 
     def property_names(self) -> frozenset[str]:
@@ -1877,6 +1878,36 @@ class Binder:
                 )  # this file stopped passing something: it may live on in a cycle
         return changed
 
+    def results_changed(
+        self, fns: set[tuple[str, int]], before: dict[tuple[str, int], dict[str, set[Value]]]
+    ) -> set[tuple[str, int]]:
+        """Of fns (whose argument facts grew since `before`, a copy of param_facts), those
+        whose callers read something new of them: what they return or yield, or the
+        attributes a method sets on `self` (a constructor keeps its arguments). Both
+        sides are evaluated here from empty caches in one order, so a cycle cut short
+        cuts both alike."""
+        candidates = sorted(fn for fn in fns if fn[0] in self.summaries)
+        now = {fn: self.param_facts.get(fn) for fn in fns}
+        after = self._results(candidates)
+        _put_facts(self.param_facts, {fn: before.get(fn) for fn in fns})
+        try:
+            prior = self._results(candidates)
+        finally:
+            _put_facts(self.param_facts, now)
+            self.forget_values()
+        return {fn for fn in candidates if prior[fn] != after[fn]}
+
+    def _results(self, fns: list[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
+        self.forget_values()
+        out: dict[tuple[str, int], tuple] = {}
+        for fn in fns:
+            scope = self.scope(*fn)
+            stored = self._receiver_attrs(fn)
+            cls = (fn[0], scope.parent)
+            attrs = tuple(self._instance_attr(cls, name)[0] for name in stored)
+            out[fn] = (self.returns(fn), self.yields(fn), attrs)
+        return out
+
     def retract(self, fns: set[tuple[str, int]]) -> set[str]:
         """Delete and re-derive: drop every argument fact that flowed on through the
         parameters of fns (so a cycle cannot keep a fact alive after its origin went);
@@ -1974,6 +2005,17 @@ def _nested_in(scopes: Sequence[Scope], idx: int, outer: int) -> bool:
     while idx > outer:
         idx = scopes[idx].parent
     return idx == outer
+
+
+def _put_facts(
+    param_facts: dict[tuple[str, int], dict[str, set[Value]]],
+    facts: dict[tuple[str, int], dict[str, set[Value]] | None],
+) -> None:
+    for fn, params in facts.items():
+        if params is None:
+            param_facts.pop(fn, None)
+        else:
+            param_facts[fn] = params
 
 
 def _merge_contributions(per_scope: dict[int, dict]) -> dict:

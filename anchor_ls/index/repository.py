@@ -334,12 +334,14 @@ class Index:
                 grown: set[tuple[str, int]] = set()
                 for rel, facts, _contrib in resolved:
                     self._facts[rel] = facts
+                before = dict(self.binder.param_facts)
                 for rel, contrib in passed:
                     grown |= self.binder.set_contribution(rel, contrib)
                 if not grown or round_ == _MAX_ROUNDS - 1:
                     break
-                self.binder.forget_values()
-                todo = dict(sorted(_scopes_by_file(self.binder, self._facts, grown).items()))
+                returning = self.binder.results_changed(grown, before)
+                by_file = _scopes_by_file(self.binder, self._facts, grown, returning)
+                todo = dict(sorted(by_file.items()))
 
     def _rebuild_graph(self) -> None:
         graph = Graph(str(self.root))
@@ -940,16 +942,20 @@ def astuple_entity(e: Entity) -> tuple:
 
 
 def _scopes_by_file(
-    binder: Binder, facts: dict[str, FileFacts], fns: set[tuple[str, int]]
+    binder: Binder,
+    facts: dict[str, FileFacts],
+    fns: set[tuple[str, int]],
+    returning: set[tuple[str, int]],
 ) -> dict[str, set[int]]:
     """The scopes to resolve again once fns' parameters learned new values: the scopes
-    that read those parameters, and the callers that read what fns return."""
+    that read those parameters, and the callers of those (returning) that now return or
+    yield something else, or set something else on `self`."""
     out: dict[str, set[int]] = {}
     for fn in fns:
         if fn[0] in binder.summaries:
             for path, readers in binder.scopes_reading(fn).items():
                 out.setdefault(path, set()).update(readers)
-    wanted = {("f", path, idx) for path, idx in fns}
+    wanted = {("f", path, idx) for path, idx in returning}
     for rel, file_facts in facts.items():
         for (idx, _kind), targets in file_facts.calls.items():
             if not wanted.isdisjoint(targets):
