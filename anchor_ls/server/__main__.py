@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from anchor_ls.server.app import run
+from anchor_ls.hashseed import rerun_with_fixed_seed
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -18,8 +18,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m anchor_ls.server")
     parser.add_argument("--tcp", type=parse_address, metavar="HOST:PORT", help="listen on TCP")
     args = parser.parse_args(argv)
+    from anchor_ls.server.app import run  # after the rerun: pygls takes a while to import
+
     run(args.tcp)
 
 
 if __name__ == "__main__":
+    rerun_with_fixed_seed("anchor_ls.server")
     main()
