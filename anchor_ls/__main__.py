@@ -6,7 +6,7 @@ from anchor_ls.hashseed import rerun_with_fixed_seed
 
 
 def main() -> int:
-    rerun_with_fixed_seed("anchor_ls")  # before the imports below: they take 0.3 s
+    rerun_with_fixed_seed()  # before the imports below: they take 0.3 s
     from anchor_ls.cli import main as cli_main
 
     return cli_main()

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from anchor_ls.hashseed import ANY_SEED
 from anchor_ls.index import Index
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
 
 def run(*args: str, seed: str = "0") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONHASHSEED": seed}
+    env = {**os.environ, "PYTHONHASHSEED": seed, ANY_SEED: "1"}  # the engine's own order
     return subprocess.run(
         [sys.executable, "-m", "anchor_ls", *args],
         capture_output=True,

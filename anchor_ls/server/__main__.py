@@ -24,5 +24,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    rerun_with_fixed_seed("anchor_ls.server")
+    rerun_with_fixed_seed()
     main()
