@@ -1546,15 +1546,18 @@ class Binder:
         """Take the per-scope argument values of files another process resolved."""
         self._scope_contrib.update(per_scope)
 
-    def scopes_reading(self, fn: tuple[str, int]) -> dict[str, set[int]]:
+    def scopes_reading(self, fn: tuple[str, int], stored: bool = True) -> dict[str, set[int]]:
         """The scopes that can see fn's parameters, by file: fn and what it nests; for a
-        method that stores on `self`, every method of its class and of the subclasses."""
+        method that stores on `self` (unless stored is False: what it stores is as it
+        was), every method of its class and of the subclasses."""
         path, idx = fn
         parent = self.summaries[path].scopes[idx].parent
-        if not self._receiver_attrs(fn):
+        if not stored or not self._receiver_attrs(fn):
             return {path: set(self._nested(path, idx))}
         out: dict[str, set[int]] = {}
-        for cls_path, cls_idx in [(path, parent), *sorted(self.subclasses((path, parent)))]:
+        cls = (path, parent)
+        # an instance of a subclass is `self` in the methods its bases define too
+        for cls_path, cls_idx in {*self.mro(cls), *self.subclasses(cls)}:
             out.setdefault(cls_path, set()).update(self._nested(cls_path, cls_idx))
         return out
 
@@ -1881,12 +1884,12 @@ class Binder:
 
     def results_changed(
         self, fns: set[tuple[str, int]], before: dict[tuple[str, int], dict[str, set[Value]]]
-    ) -> set[tuple[str, int]]:
-        """Of fns (whose argument facts grew since `before`, a copy of param_facts), those
-        whose callers read something new of them: what they return or yield, or the
-        attributes a method sets on `self` (a constructor keeps its arguments). Both
-        sides are evaluated here from empty caches in one order, so a cycle cut short
-        cuts both alike."""
+    ) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
+        """Of fns (whose argument facts changed since `before`, a copy of param_facts),
+        those whose callers read something new of them (what they return or yield, or
+        the attributes a method sets on `self`: a constructor keeps its arguments), and
+        of those the methods whose attributes changed. Both sides are evaluated here from
+        empty caches in one order, so a cycle cut short cuts both alike."""
         candidates = sorted(fn for fn in fns if fn[0] in self.summaries)
         now = {fn: self.param_facts.get(fn) for fn in fns}
         after = self._results(candidates)
@@ -1896,7 +1899,8 @@ class Binder:
         finally:
             _put_facts(self.param_facts, now)
             self.forget_values()
-        return {fn for fn in candidates if prior[fn] != after[fn]}
+        changed = {fn for fn in candidates if prior[fn] != after[fn]}
+        return changed, {fn for fn in changed if prior[fn][2] != after[fn][2]}
 
     def _results(self, fns: list[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
         self.forget_values()

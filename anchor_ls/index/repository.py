@@ -339,9 +339,10 @@ class Index:
                     grown |= self.binder.set_contribution(rel, contrib)
                 if not grown or round_ == _MAX_ROUNDS - 1:
                     break
-                returning = self.binder.results_changed(grown, before)
-                by_file = _scopes_by_file(self.binder, self._facts, grown, returning)
+                returning, storing = self.binder.results_changed(grown, before)
+                by_file = _scopes_by_file(self.binder, self._facts, grown, returning, storing)
                 todo = dict(sorted(by_file.items()))
+                self.binder.forget_values()  # every share starts from empty caches
 
     def _rebuild_graph(self) -> None:
         graph = Graph(str(self.root))
@@ -946,14 +947,16 @@ def _scopes_by_file(
     facts: dict[str, FileFacts],
     fns: set[tuple[str, int]],
     returning: set[tuple[str, int]],
+    storing: set[tuple[str, int]],
 ) -> dict[str, set[int]]:
     """The scopes to resolve again once fns' parameters learned new values: the scopes
-    that read those parameters, and the callers of those (returning) that now return or
-    yield something else, or set something else on `self`."""
+    that read those parameters (every method of the class for those of storing, which
+    set something else on `self` now), and the callers of those (returning) that now
+    return or yield something else, or set something else on `self`."""
     out: dict[str, set[int]] = {}
-    for fn in fns:
+    for fn in sorted(fns):  # in one order: the bases of a class are evaluated
         if fn[0] in binder.summaries:
-            for path, readers in binder.scopes_reading(fn).items():
+            for path, readers in binder.scopes_reading(fn, fn in storing).items():
                 out.setdefault(path, set()).update(readers)
     wanted = {("f", path, idx) for path, idx in returning}
     for rel, file_facts in facts.items():
