@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.index import CALLS, Index
+from anchor_ls.index.binder import Binder
 
 CASES = {
     # http/cookiejar.py: `h = standard.get; expires = h("expires")` on a dict whose keys
@@ -49,3 +50,24 @@ def test_valid_code_builds(tmp_path: Path, case: str) -> None:
     index.build()
     assert index.problems == {}
     assert edge[1] in index.graph.out(CALLS, edge[0])
+
+
+def test_a_binder_error_between_rounds_widens_the_next_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a function gives its callers is compared between rounds; should evaluating it
+    fail, the function counts as changed: its callers are resolved again."""
+    (tmp_path / "m.py").write_text(
+        "def on_save():\n    pass\n\n\n"
+        "class Hook:\n    def __init__(self, action):\n        self.action = action\n\n\n"
+        "def main():\n    hook = Hook(on_save)\n    hook.action()\n",
+        encoding="utf-8",
+    )
+
+    def broken(self: Binder, fn: tuple[str, int]) -> frozenset:
+        raise RuntimeError("a binder bug")
+
+    monkeypatch.setattr(Binder, "yields", broken)  # read by the comparison alone here
+    index = Index(tmp_path, use_cache=False)
+    index.build()
+    assert "m.py:on_save" in index.graph.out(CALLS, "m.py:main")
