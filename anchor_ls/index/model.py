@@ -199,16 +199,26 @@ class Graph:
         ordered: bool = False,
     ) -> None:
         """The edges of many files into a graph that has none yet (a build, a warm start):
-        each adjacency list is sorted once, not rebuilt once per file that adds to it."""
-        out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-        inn: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        each adjacency list is sorted once, not rebuilt once per file that adds to it.
+        ordered: as a snapshot stores them, each file's edges without repeats and its
+        spans sorted."""
+        out: dict[str, dict[str, list[str]]] = defaultdict(dict)
+        inn: dict[str, dict[str, list[str]]] = defaultdict(dict)
         for relpath, edges, sites in by_file:
-            new = frozenset(edges)
+            new = tuple(edges) if ordered else tuple(frozenset(edges))
             if new:
-                self._file_edges[relpath] = tuple(new)
+                self._file_edges[relpath] = new
             for kind, src, dst in new:
-                out[kind][src].append(dst)
-                inn[kind][dst].append(src)
+                ends = out[kind].get(src)
+                if ends is None:
+                    out[kind][src] = [dst]
+                else:
+                    ends.append(dst)
+                ends = inn[kind].get(dst)
+                if ends is None:
+                    inn[kind][dst] = [src]
+                else:
+                    ends.append(src)
             self._put_sites(sites, ordered)
         for table, grown in ((self._out, out), (self._in, inn)):
             for kind, lists in grown.items():
