@@ -1549,7 +1549,7 @@ class Binder:
     def scopes_reading(self, fn: tuple[str, int], stored: bool = True) -> dict[str, set[int]]:
         """The scopes that can see fn's parameters, by file: fn and what it nests; for a
         method that stores on `self` (unless stored is False: what it stores is as it
-        was), every method of its class and of the subclasses."""
+        was), every method of its class, of its bases and of its subclasses."""
         path, idx = fn
         parent = self.summaries[path].scopes[idx].parent
         if not stored or not self._receiver_attrs(fn):
