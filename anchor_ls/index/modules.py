@@ -20,10 +20,13 @@ class ModuleTable:
         self.dirs: set[str] = set()
         # When the indexed folder is itself a package (`django/`), `import django.x` lands inside.
         self.root_package = root_package
+        # Answers of resolve(): a file asks the same import once per name it reads of it.
+        self._resolved: dict[tuple[str, int, str], str | None] = {}
         for rel in relpaths:
             self.add(rel)
 
     def add(self, relpath: str) -> None:
+        self._resolved.clear()
         self.files.add(relpath)
         parent = posixpath.dirname(relpath)
         while parent and parent not in self.dirs:
@@ -31,6 +34,7 @@ class ModuleTable:
             parent = posixpath.dirname(parent)
 
     def discard(self, relpath: str) -> None:
+        self._resolved.clear()
         self.files.discard(relpath)
 
     def is_package_dir(self, folder: str) -> bool:
@@ -54,6 +58,14 @@ class ModuleTable:
 
     def resolve(self, dotted: str, level: int, importer: str) -> str | None:
         """The relpath (or 'folder/' for a namespace package) of a module, or None."""
+        key = (dotted, level, importer)
+        try:
+            return self._resolved[key]
+        except KeyError:
+            found = self._resolved[key] = self._resolve(dotted, level, importer)
+            return found
+
+    def _resolve(self, dotted: str, level: int, importer: str) -> str | None:
         parts = dotted.split(".") if dotted else []
         if level:
             base = posixpath.dirname(importer)
