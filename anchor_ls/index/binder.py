@@ -94,8 +94,8 @@ class Binder:
         self._named: dict[str, set[str]] = {}
         self.shrunk: set[tuple[str, int]] = set()  # functions whose argument facts lost values
         # The file edited last keeps its bodies unpacked: the next keystroke needs them again.
-        self._unpacked: tuple[FileSummary, list[Body]] | None = None
-        self._last_read: tuple[FileSummary, list[Body]] | None = None
+        self._unpacked: tuple[FileSummary, Sequence[Body]] | None = None
+        self._last_read: tuple[FileSummary, Sequence[Body]] | None = None
         self.clear_caches()
         self._forget_definitions()
 
@@ -112,7 +112,7 @@ class Binder:
         summary: FileSummary,
         *,
         same_interface: bool = False,
-        bodies: list[Body] | None = None,
+        bodies: Sequence[Body] | None = None,
     ) -> None:
         """Replace one file. When what other files can see of it is unchanged (an edit
         inside a body), only the conclusions drawn from this file are forgotten.
@@ -149,7 +149,7 @@ class Binder:
             for key in [k for k in cache if k[0][0] == path]:
                 del cache[key]
 
-    def bodies(self, path: str) -> list[Body]:
+    def bodies(self, path: str) -> Sequence[Body]:
         """Each scope's (calls, attr_reads, uses) in path. The last ones unpacked are kept:
         an edit reads those of its file two or three times (3 ms each for a 100 KB file)."""
         summary = self.summaries[path]

@@ -30,9 +30,9 @@ class BodyEdit:
 
 def body_edit(
     old: FileSummary,
-    old_bodies: list[Body],
+    old_bodies: Sequence[Body],
     new: FileSummary,
-    new_bodies: list[Body],
+    new_bodies: Sequence[Body],
     line: int,
     delta: int,
     walked: Sequence[int] | None = None,

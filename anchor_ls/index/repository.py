@@ -437,7 +437,7 @@ class Index:
     def _replace(
         self,
         summary: FileSummary,
-        bodies: list[Body],
+        bodies: Sequence[Body],
         edited: tuple[int, int, Sequence[int] | None, Sequence[int] | None] | None = None,
     ) -> set[str]:
         """summary: unpacked, with its bodies; edited: the first line changed, the lines

@@ -45,7 +45,7 @@ _DEFINITIONS = ("function_definition", "class_definition")
 
 class Reparsed(NamedTuple):
     summary: FileSummary
-    bodies: list[Body]  # each scope's (calls, attr_reads, uses), read before packing
+    bodies: Sequence[Body]  # each scope's (calls, attr_reads, uses), read before packing
     walked: Sequence[int] | None  # the scopes walked again; None: the whole file was
     replaced: Sequence[int] | None  # the previous summary's scopes they replace
 
@@ -54,7 +54,7 @@ class _Held(NamedTuple):
     text: bytes
     tree: Tree
     summary: FileSummary
-    bodies: list[Body]
+    bodies: Sequence[Body]
 
 
 class Reparser:
@@ -68,7 +68,7 @@ class Reparser:
         self._held.pop(relpath, None)
 
     def hold(
-        self, relpath: str, data: bytes, summary: FileSummary, bodies: list[Body] | None = None
+        self, relpath: str, data: bytes, summary: FileSummary, bodies: Sequence[Body] | None = None
     ) -> None:
         """Keep the tree of data, whose summary (and its bodies, if the caller has them
         unpacked) the caller holds, for its first edit."""
