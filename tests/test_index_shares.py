@@ -103,9 +103,36 @@ def test_a_worker_outlives_rounds_too_small_to_split() -> None:
     """Its share of a small round is empty, and it still learns the round's facts."""
     with shares.Shares(small_binder(), multiprocessing.get_context("fork"), None) as rounds:
         for _ in range(3):
-            resolved = rounds.resolve(dict.fromkeys(sorted(SOURCES)), {}, [("b.py", {})])
+            resolved = rounds.resolve(dict.fromkeys(sorted(SOURCES)), {})
             assert calls_of(resolved) == CALLS
+            rounds.learn([("b.py", {})])
         assert rounds.pools[1] is not None, "the worker was dropped"
+
+
+PASSING = {
+    "a_use.py": b"from b_lib import Job, run\nrun(Job())\n",
+    "b_lib.py": b"def run(job):\n    job.go()\n\n\nclass Job:\n    def go(self):\n        pass\n",
+}
+
+
+def test_a_worker_resolves_with_the_facts_it_was_taught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round one passes a Job to run(); round two resolves run() again, in the worker
+    (b_lib.py is the second share), which must know what job is by then."""
+    monkeypatch.setattr(shares, "MIN_FILES", 1)
+    binder = Binder()
+    binder.set_files({rel: summarize(rel, data) for rel, data in PASSING.items()}, "repo")
+    with shares.Shares(binder, multiprocessing.get_context("fork"), None) as rounds:
+        first = rounds.resolve(dict.fromkeys(sorted(PASSING)), {})
+        facts = {rel: file_facts for rel, file_facts, _c in first}
+        passed = sorted((rel, contrib) for rel, _facts, contrib in first)
+        grown = set().union(*(binder.set_contribution(rel, c) for rel, c in passed))
+        assert grown == {("b_lib.py", 1)}
+        rounds.learn(passed)
+        todo = {"a_use.py": {0}, "b_lib.py": {1}}
+        assert shares.split(todo, binder.summaries) == [{"a_use.py": {0}}, {"b_lib.py": {1}}]
+        again = rounds.resolve(todo, facts)
+        assert rounds.pools[1] is not None, "the worker was dropped: this process resolved"
+    assert calls_of(again)["b_lib.py"][(1, "call")] == {("f", "b_lib.py", 3)}
 
 
 def test_a_worker_that_cannot_start_leaves_the_work_here(tmp_path: Path) -> None:
@@ -115,5 +142,5 @@ def test_a_worker_that_cannot_start_leaves_the_work_here(tmp_path: Path) -> None
     assert shares._binder_from_cache(*origin) is None
     with shares.Shares(small_binder(), multiprocessing.get_context("spawn"), origin) as rounds:
         assert rounds.pools == [None] * shares.SHARES
-        resolved = rounds.resolve(dict.fromkeys(sorted(SOURCES)), {}, [])
+        resolved = rounds.resolve(dict.fromkeys(sorted(SOURCES)), {})
     assert calls_of(resolved) == CALLS

@@ -326,10 +326,9 @@ class Index:
                 progress(n + done, 2 * n, rel)
 
         todo: dict[str, set[int] | None] = dict.fromkeys(paths)
-        passed: list[tuple[str, dict]] = []
         with Shares(self.binder, context, origin) as rounds:
             for round_ in range(_MAX_ROUNDS):
-                resolved = rounds.resolve(todo, self._facts, passed, None if round_ else on_file)
+                resolved = rounds.resolve(todo, self._facts, None if round_ else on_file)
                 passed = sorted((rel, contrib) for rel, _facts, contrib in resolved)
                 grown: set[tuple[str, int]] = set()
                 for rel, facts, _contrib in resolved:
@@ -339,6 +338,7 @@ class Index:
                     grown |= self.binder.set_contribution(rel, contrib)
                 if not grown or round_ == _MAX_ROUNDS - 1:
                     break
+                rounds.learn(passed)
                 returning, storing = self.binder.results_changed(grown, before)
                 by_file = _scopes_by_file(self.binder, self._facts, grown, returning, storing)
                 todo = dict(sorted(by_file.items()))

@@ -79,6 +79,7 @@ class Shares:
         binder.warm()
         binder.clear_caches()
         self.pools: list[ProcessPoolExecutor | None] = [None] * SHARES
+        self._learning: list[Future | None] = [None] * SHARES
         fork = context is not None and context.get_start_method() == "fork"
         if context is None or SHARES == 1 or not (fork or origin is not None):
             return
@@ -97,16 +98,13 @@ class Shares:
         self,
         todo: Todo,
         facts: dict[str, FileFacts],
-        passed: list[tuple[str, dict]],
         on_file: Callable[[str], None] | None = None,
     ) -> list[Resolved]:
-        """Resolve todo (sorted); passed is the argument facts set since the last round
-        (the workers learn them; this process's binder has them already)."""
+        """Resolve todo (sorted)."""
         parts = split(todo, self.binder.summaries)
-        parts += [{}] * (SHARES - len(parts))  # an idle worker still learns passed
         futures: list[Future | None] = [None] * SHARES
         for i, part in enumerate(parts):
-            if (pool := self.pools[i]) is None:
+            if not self._learnt(i) or (pool := self.pools[i]) is None:
                 continue
             partial = [rel for rel, sc in part.items() if sc is not None]
             previous = {rel: facts[rel] for rel in partial}
@@ -116,7 +114,7 @@ class Shares:
                 [rel for rel in partial if self.binder.knows_scopes(rel)]
             )
             try:
-                futures[i] = pool.submit(_round, passed, part, previous, known)
+                futures[i] = pool.submit(_round, part, previous, known)
             except Exception:
                 self._drop(i)
         out: list[Resolved] = []
@@ -140,6 +138,26 @@ class Shares:
                 for rel, *_ in resolved_there:
                     on_file(rel)
         return out
+
+    def learn(self, passed: list[tuple[str, dict]]) -> None:
+        """The workers learn the argument facts set since the last round (this process's
+        binder has them already) while this process decides what to resolve again."""
+        for i in range(SHARES):
+            if self._learnt(i) and (pool := self.pools[i]) is not None:
+                try:
+                    self._learning[i] = pool.submit(_learn, passed)
+                except Exception:
+                    self._drop(i)
+
+    def _learnt(self, i: int) -> bool:
+        """Whether worker i learnt what it was taught (else it is dropped)."""
+        future, self._learning[i] = self._learning[i], None
+        try:
+            if future is not None:
+                future.result()
+        except Exception:
+            self._drop(i)
+        return self.pools[i] is not None
 
     def _result(self, i: int, future: Future | None) -> tuple | None:
         if future is None:
@@ -177,18 +195,21 @@ def _start(origin: Origin | None) -> None:
         raise RuntimeError("no binder to start from")
 
 
+def _learn(passed: list[tuple[str, dict]]) -> None:
+    binder = _worker
+    assert binder is not None
+    for rel, contrib in passed:
+        binder.set_contribution(rel, contrib)
+
+
 def _round(
-    passed: list[tuple[str, dict]],
     todo: Todo,
     previous: dict[str, FileFacts],
     known: dict[str, dict[int, dict]],
 ) -> bytes:
     binder = _worker
     assert binder is not None
-    if passed:  # what the parent's binder learnt after the last round
-        for rel, contrib in passed:
-            binder.set_contribution(rel, contrib)
-        binder.forget_values()
+    binder.forget_values()
     binder.adopt(known)
     out = []
     for n, (rel, scopes) in enumerate(todo.items(), 1):
