@@ -229,6 +229,11 @@ class Graph:
     def file_edges(self, relpath: str) -> frozenset[Edge]:
         return frozenset(self._file_edges.get(relpath, ()))
 
+    def file_sites(self, relpath: str) -> dict[Edge, Sequence[Span]]:
+        """Where each edge from relpath's file is made (sorted spans), for edges with any."""
+        sites = self._sites
+        return {e: found for e in self._file_edges.get(relpath, ()) if (found := sites.get(e))}
+
     def drop_file(self, relpath: str) -> None:
         self.replace_file_edges(relpath, (), {})
         self.replace_file_entities(relpath, ())

@@ -815,7 +815,8 @@ class Index:
         with graph.lock:
             for rel in sorted(self.binder.summaries):
                 edges = sorted(graph.file_edges(rel))
-                sites = {tuple(e): s for e in edges if (s := graph.sites(e.src, e.dst, e.kind))}
+                made = graph.file_sites(rel)
+                sites = {tuple(e): made[e] for e in edges if e in made}
                 entities = [astuple_entity(e) for e in graph.file_entities(rel)]
                 yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites))
             for rel, facts in sorted(self._facts.items()):
