@@ -24,7 +24,7 @@ import builtins
 import functools
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from anchor_ls.index import dense
 from anchor_ls.index.classtables import ClassTables, Share
@@ -132,7 +132,7 @@ class Binder:
         self._names.pop(path, None)
         self._mutations.pop(path, None)
         self._handed.pop(path, None)
-        for cache in (self._inst_attrs, self._returned):
+        for cache in (self._inst_attrs, self._returned, self._read_attrs):
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
         if not same_interface:
@@ -187,6 +187,7 @@ class Binder:
         self._handed: dict[str, frozenset[str]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
         self._returned: dict[tuple[str, int], tuple[Param, tuple[Expr, ...]] | None] = {}
+        self._read_attrs: dict[tuple[str, int], frozenset[str]] = {}
         self.forget_values()
 
     def forget_values(self) -> None:
@@ -1546,19 +1547,59 @@ class Binder:
         """Take the per-scope argument values of files another process resolved."""
         self._scope_contrib.update(per_scope)
 
-    def scopes_reading(self, fn: tuple[str, int], stored: bool = True) -> dict[str, set[int]]:
+    def scopes_reading(
+        self, fn: tuple[str, int], stored: Collection[str] | None = None
+    ) -> dict[str, set[int]]:
         """The scopes that can see fn's parameters, by file: fn and what it nests; for a
-        method that stores on `self` (unless stored is False: what it stores is as it
-        was), every method of its class, of its bases and of its subclasses."""
+        method that stores on `self`, the scopes of its class, of its bases and of its
+        subclasses too (an instance of a subclass is `self` in the methods its bases
+        define): every one when stored is None, else those that read an attribute named
+        in stored, or call a method that does, and so on."""
         path, idx = fn
-        parent = self.summaries[path].scopes[idx].parent
-        if not stored or not self._receiver_attrs(fn):
-            return {path: set(self._nested(path, idx))}
-        out: dict[str, set[int]] = {}
-        cls = (path, parent)
-        # an instance of a subclass is `self` in the methods its bases define too
-        for cls_path, cls_idx in {*self.mro(cls), *self.subclasses(cls)}:
-            out.setdefault(cls_path, set()).update(self._nested(cls_path, cls_idx))
+        out = {path: set(self._nested(path, idx))}
+        if (stored is not None and not stored) or not self._receiver_attrs(fn):
+            return out
+        cls = (path, self.summaries[path].scopes[idx].parent)
+        left = [
+            (cls_path, i)
+            for cls_path, cls_idx in sorted({*self.mro(cls), *self.subclasses(cls)})
+            for i in self._nested(cls_path, cls_idx)
+        ]
+        names = None if stored is None else set(stored)
+        while left:
+            hit = [s for s in left if names is None or not names.isdisjoint(self._reads(*s))]
+            if not hit:
+                break
+            done = set()
+            for hit_path, hit_idx in hit:  # and what it nests, which sees its names
+                done.update((hit_path, i) for i in self._nested(hit_path, hit_idx))
+                if names is not None:  # what `self.method()` now returns may differ
+                    names.update(self._names_up_to_class(hit_path, hit_idx))
+            for hit_path, hit_idx in done:
+                out.setdefault(hit_path, set()).add(hit_idx)
+            left = [s for s in left if s not in done]
+        return out
+
+    def _reads(self, path: str, idx: int) -> frozenset[str]:
+        """The attribute names scope idx reads or calls (on any object), its parameters'
+        defaults included."""
+        found = self._read_attrs.get((path, idx))
+        if found is None:
+            calls, attr_reads, _uses = self.bodies(path)[idx]
+            names = {read[0][2] for read in attr_reads}
+            names.update(site.func[2] for site in calls if site.func[0] == "a")
+            for param in self.summaries[path].scopes[idx].params:
+                _attribute_names(param.default, names)
+            found = self._read_attrs[(path, idx)] = frozenset(names)
+        return found
+
+    def _names_up_to_class(self, path: str, idx: int) -> list[str]:
+        """The names of scope idx and of the functions around it, up to a class."""
+        scopes = self.summaries[path].scopes
+        out = []
+        while idx > 0 and scopes[idx].kind != "class":
+            out.append(scopes[idx].name)
+            idx = scopes[idx].parent
         return out
 
     def _nested(self, path: str, idx: int) -> list[int]:
@@ -1884,12 +1925,13 @@ class Binder:
 
     def results_changed(
         self, fns: set[tuple[str, int]], before: dict[tuple[str, int], dict[str, set[Value]]]
-    ) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
+    ) -> tuple[set[tuple[str, int]], dict[tuple[str, int], set[str]]]:
         """Of fns (whose argument facts changed since `before`, a copy of param_facts),
         those whose callers read something new of them (what they return or yield, or
         the attributes a method sets on `self`: a constructor keeps its arguments), and
-        of those the methods whose attributes changed. Both sides are evaluated here from
-        empty caches in one order, so a cycle cut short cuts both alike."""
+        of those the methods whose attributes changed, with the names of those. Both
+        sides are evaluated here from empty caches in one order, so a cycle cut short
+        cuts both alike."""
         candidates = sorted(fn for fn in fns if fn[0] in self.summaries)
         now = {fn: self.param_facts.get(fn) for fn in fns}
         after = self._results(candidates)
@@ -1900,7 +1942,15 @@ class Binder:
             _put_facts(self.param_facts, now)
             self.forget_values()
         changed = {fn for fn in candidates if prior[fn] != after[fn]}
-        return changed, {fn for fn in changed if prior[fn][2] != after[fn][2]}
+        storing: dict[tuple[str, int], set[str]] = {}
+        for fn in changed:
+            old, new = prior[fn][2], after[fn][2]
+            if old != new:
+                names = self._receiver_attrs(fn)
+                if isinstance(old, tuple) and isinstance(new, tuple):  # else it failed
+                    names = [n for n, a, b in zip(names, old, new, strict=True) if a != b]
+                storing[fn] = set(names)
+        return changed, storing
 
     def _results(self, fns: list[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
         self.forget_values()
@@ -1908,11 +1958,25 @@ class Binder:
         for fn in fns:
             cls = (fn[0], self.scope(*fn).parent)
             try:
-                attrs = tuple(self._instance_attr(cls, n)[0] for n in self._receiver_attrs(fn))
-                out[fn] = (self.returns(fn), self.yields(fn), attrs)
+                attrs = tuple(
+                    self._with_bases(self._instance_attr(cls, n)[0])
+                    for n in self._receiver_attrs(fn)
+                )
+                out[fn] = (
+                    self._with_bases(self.returns(fn)),
+                    self._with_bases(self.yields(fn)),
+                    attrs,
+                )
             except Exception:  # a binder bug (or a chain too deep) costs a wider round only
                 out[fn] = (EMPTY, EMPTY, object())  # unequal to the other side's: changed
         return out
+
+    def _with_bases(self, values: Values) -> tuple[Values, frozenset]:
+        """values, and the bases of each class among them (or of its instances): a class
+        defined in a function can take its bases from the function's parameters."""
+        return values, frozenset(
+            (v, tuple(self.mro((v[1], v[2])))) for v in values if v[0] in ("c", "i", "I")
+        )
 
     def retract(self, fns: set[tuple[str, int]]) -> set[str]:
         """Delete and re-derive: drop every argument fact that flowed on through the
@@ -2100,6 +2164,15 @@ def _plain(contrib: dict) -> dict:
 
 def _is_accessor_variant(scope: Scope, name: str) -> bool:
     return any(decorator_name(d) in (f"{name}.setter", f"{name}.deleter") for d in scope.decorators)
+
+
+def _attribute_names(expr: object, out: set[str]) -> None:
+    """The names of the attributes read in expr."""
+    if isinstance(expr, tuple) and expr:
+        if expr[0] == "a":
+            out.add(expr[2])
+        for part in expr[1:] if isinstance(expr[0], str) else expr:
+            _attribute_names(part, out)
 
 
 def _names_in(value: object, out: set[str]) -> None:

@@ -948,16 +948,17 @@ def _scopes_by_file(
     facts: dict[str, FileFacts],
     fns: set[tuple[str, int]],
     returning: set[tuple[str, int]],
-    storing: set[tuple[str, int]],
+    storing: dict[tuple[str, int], set[str]],
 ) -> dict[str, set[int]]:
     """The scopes to resolve again once fns' parameters learned new values: the scopes
-    that read those parameters (every method of the class for those of storing, which
-    set something else on `self` now), and the callers of those (returning) that now
-    return or yield something else, or set something else on `self`."""
+    that read those parameters (and, for the methods of storing, which set something
+    else on `self` now, the methods of the class that read it), and the callers of those
+    (returning) that now return or yield something else, or set something else on
+    `self`."""
     out: dict[str, set[int]] = {}
     for fn in sorted(fns):  # in one order: the bases of a class are evaluated
         if fn[0] in binder.summaries:
-            for path, readers in binder.scopes_reading(fn, fn in storing).items():
+            for path, readers in binder.scopes_reading(fn, storing.get(fn, ())).items():
                 out.setdefault(path, set()).update(readers)
     wanted = {("f", path, idx) for path, idx in returning}
     for rel, file_facts in facts.items():
