@@ -6,10 +6,12 @@ definition and call outside the broken region (Python's `ast` would give none).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import sys
 import zlib
+from array import array
 from typing import NamedTuple
 
 import tree_sitter_python
@@ -119,27 +121,13 @@ def summary_of(relpath: str, decoded: DecodedSource, text: bytes, tree: Tree) ->
 
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-SKETCH_MIN_BITS = 256
-SKETCH_BITS_PER_WORD = 12  # with four bits per word: under 1% of absent words pass
-_SKETCH_HASHES = 4
 
 
 def words_sketch(text: bytes) -> bytes:
-    """Every word of a text hashed to four bits of a Bloom filter of 12 to 24 bits per
-    distinct word: when an edit changes what a file defines, most of its hundreds of
-    importers are ruled out by it, unread."""
-    words = set(_WORD.findall(text))
-    size = max(SKETCH_MIN_BITS, 1 << (SKETCH_BITS_PER_WORD * len(words) - 1).bit_length())
-    table = bytearray(size // 8)
-    mask = size - 1
-    for word in words:  # the four bits of may_mention (_SKETCH_HASHES), unrolled
-        h, step = _hash(word)
-        b1, b2, b3, b4 = h & mask, (h + step) & mask, (h + 2 * step) & mask, (h + 3 * step) & mask
-        table[b1 >> 3] |= 1 << (b1 & 7)
-        table[b2 >> 3] |= 1 << (b2 & 7)
-        table[b3 >> 3] |= 1 << (b3 & 7)
-        table[b4 >> 3] |= 1 << (b4 & 7)
-    return bytes(table)
+    """The CRC-32 of every distinct word of a text, sorted (four bytes a word): when an
+    edit changes what a file defines, most of its hundreds of importers are ruled out by
+    it, unread."""
+    return array("I", sorted(map(zlib.crc32, set(_WORD.findall(text))))).tobytes()
 
 
 def may_mention(words: bytes, name: bytes) -> bool:
@@ -147,27 +135,15 @@ def may_mention(words: bytes, name: bytes) -> bool:
     probe = _probe(name)
     if not words or probe is None:
         return True
-    mask = len(words) * 8 - 1
-    h, step = probe
-    for _ in range(_SKETCH_HASHES):
-        bit = h & mask
-        if not words[bit >> 3] >> (bit & 7) & 1:
-            return False
-        h += step
-    return True
+    table = memoryview(words).cast("I")
+    at = bisect.bisect_left(table, probe)
+    return at < len(table) and table[at] == probe
 
 
 @functools.lru_cache(maxsize=4096)
-def _probe(name: bytes) -> tuple[int, int] | None:
-    """A name's hash and step (see words_sketch), asked of hundreds of sketches in a row."""
-    return _hash(name) if _WORD.fullmatch(name) else None
-
-
-def _hash(word: bytes) -> tuple[int, int]:
-    """A word's first bit and the step to the next: odd, so the bits of a 2^n table
-    differ."""
-    h = zlib.crc32(word)
-    return h, (h >> 16 | h << 16 & 0xFFFF0000) | 1
+def _probe(name: bytes) -> int | None:
+    """A name's hash, asked of hundreds of sketches in a row."""
+    return zlib.crc32(name) if _WORD.fullmatch(name) else None
 
 
 def has_word(text: bytes, name: bytes) -> bool:

@@ -118,7 +118,7 @@ class FileSummary:
     constants: list[tuple[str, int, int, Span]] = field(default_factory=list)
     encoding: str = "utf-8"
     bodies: bytes | None = None  # the scopes' bodies, pickled, once packed
-    words: bytes = b""  # the words of the text hashed to bits (see parse.may_mention)
+    words: bytes = b""  # the words of the text, hashed (see parse.words_sketch)
 
 
 Body = tuple[Sequence[CallSite], Sequence[Any], Sequence[Any]]  # calls, attr_reads, uses
