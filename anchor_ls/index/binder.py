@@ -135,6 +135,7 @@ class Binder:
         for cache in (self._inst_attrs, self._returned, self._read_attrs):
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
+        self._tree_reads = {}
         if not same_interface:
             self._subclass_cache = {}
             self.forget_values()
@@ -206,6 +207,7 @@ class Binder:
         # Read off bodies, for the scopes of whole class trees: as many as they are (tens of
         # thousands of test methods), kept no longer than the values.
         self._read_attrs: dict[tuple[str, int], frozenset[str]] = {}
+        self._tree_reads: dict[tuple[str, int], dict[str, list[tuple[str, int]]]] = {}
 
     def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
         """One file changed: update the tables read off every summary (rebuilding them
@@ -1556,31 +1558,42 @@ class Binder:
         method that stores on `self`, the scopes of its class, of its bases and of its
         subclasses too (an instance of a subclass is `self` in the methods its bases
         define): every one when stored is None, else those that read an attribute named
-        in stored, or call a method that does, and so on."""
+        in stored, or call a method that does, and so on, with what they nest (it sees
+        their names)."""
         path, idx = fn
         out = {path: set(self._nested(path, idx))}
         if (stored is not None and not stored) or not self._receiver_attrs(fn):
             return out
-        cls = (path, self.summaries[path].scopes[idx].parent)
-        left = [
-            (cls_path, i)
-            for cls_path, cls_idx in sorted({*self.mro(cls), *self.subclasses(cls)})
-            for i in self._nested(cls_path, cls_idx)
-        ]
-        names = None if stored is None else set(stored)
-        while left:
-            hit = [s for s in left if names is None or not names.isdisjoint(self._reads(*s))]
-            if not hit:
-                break
-            done = set()
-            for hit_path, hit_idx in hit:  # and what it nests, which sees its names
-                done.update((hit_path, i) for i in self._nested(hit_path, hit_idx))
-                if names is not None:  # what `self.method()` now returns may differ
-                    names.update(self._names_up_to_class(hit_path, hit_idx))
-            for hit_path, hit_idx in done:
-                out.setdefault(hit_path, set()).add(hit_idx)
-            left = [s for s in left if s not in done]
+        by_name = self._class_tree_reads((path, self.summaries[path].scopes[idx].parent))
+        if stored is None:
+            hits = set(by_name[""])
+        else:
+            hits, todo, seen = set(), list(stored), set(stored)
+            while todo:
+                for hit in by_name.get(todo.pop(), ()):
+                    if hit not in hits:
+                        hits.add(hit)
+                        # what `self.method()` now returns may differ
+                        for name in self._names_up_to_class(*hit):
+                            if name not in seen:
+                                seen.add(name)
+                                todo.append(name)
+        for hit_path, hit_idx in hits:
+            out.setdefault(hit_path, set()).update(self._nested(hit_path, hit_idx))
         return out
+
+    def _class_tree_reads(self, cls: tuple[str, int]) -> dict[str, list[tuple[str, int]]]:
+        """Attribute name -> the scopes that read it, in the classes an instance of cls
+        can be `self` in (its bases, itself, its subclasses); every scope under ""."""
+        found = self._tree_reads.get(cls)
+        if found is None:
+            found = self._tree_reads[cls] = defaultdict(list)
+            for cls_path, cls_idx in sorted({*self.mro(cls), *self.subclasses(cls)}):
+                for i in self._nested(cls_path, cls_idx):
+                    found[""].append((cls_path, i))
+                    for name in self._reads(cls_path, i):
+                        found[name].append((cls_path, i))
+        return found
 
     def _reads(self, path: str, idx: int) -> frozenset[str]:
         """The attribute names scope idx reads or calls (on any object), its parameters'
