@@ -105,29 +105,35 @@ def test_a_worker_outlives_rounds_too_small_to_split() -> None:
         for _ in range(3):
             resolved = rounds.resolve(dict.fromkeys(sorted(SOURCES)), {})
             assert calls_of(resolved) == CALLS
-            rounds.learn([("b.py", {})])
+            rounds.learn([("b.py", {})], set())
         assert rounds.pools[1] is not None, "the worker was dropped"
 
 
 PASSING = {
-    "a_use.py": b"from b_lib import Job, run\nrun(Job())\n",
-    "b_lib.py": b"def run(job):\n    job.go()\n\n\nclass Job:\n    def go(self):\n        pass\n",
+    "a_use.py": b"from b_lib import Job, run, same\nrun(Job())\nsame(Job())\n",
+    "b_lib.py": b"def run(job):\n    job.go()\n\n\nclass Job:\n    def go(self):\n        pass\n"
+    b"\n\ndef same(x):\n    return x\n",
 }
 
 
 def test_a_worker_resolves_with_the_facts_it_was_taught(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Round one passes a Job to run(); round two resolves run() again, in the worker
-    (b_lib.py is the second share), which must know what job is by then."""
+    """Round one passes a Job to run() and to same(). Before it learns that, the worker
+    evaluates what the two return (same() returned nothing then); round two resolves
+    run() again, in the worker (b_lib.py is the second share), which must know what job
+    is by then."""
     monkeypatch.setattr(shares, "MIN_FILES", 1)
     binder = Binder()
     binder.set_files({rel: summarize(rel, data) for rel, data in PASSING.items()}, "repo")
+    run, same = ("b_lib.py", 1), ("b_lib.py", 4)
     with shares.Shares(binder, multiprocessing.get_context("fork"), None) as rounds:
         first = rounds.resolve(dict.fromkeys(sorted(PASSING)), {})
         facts = {rel: file_facts for rel, file_facts, _c in first}
         passed = sorted((rel, contrib) for rel, _facts, contrib in first)
+        before = dict(binder.param_facts)
         grown = set().union(*(binder.set_contribution(rel, c) for rel, c in passed))
-        assert grown == {("b_lib.py", 1)}
-        rounds.learn(passed)
+        assert grown == {run, same}
+        evaluated = rounds.learn(passed, grown)
+        assert binder.results_changed(grown, before, evaluated) == ({same}, {})
         todo = {"a_use.py": {0}, "b_lib.py": {1}}
         assert shares.split(todo, binder.summaries) == [{"a_use.py": {0}}, {"b_lib.py": {1}}]
         again = rounds.resolve(todo, facts)

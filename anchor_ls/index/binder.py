@@ -24,7 +24,7 @@ import builtins
 import functools
 import sys
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from anchor_ls.index import dense
 from anchor_ls.index.classtables import ClassTables, Share
@@ -1939,24 +1939,30 @@ class Binder:
         return changed
 
     def results_changed(
-        self, fns: set[tuple[str, int]], before: dict[tuple[str, int], dict[str, set[Value]]]
+        self,
+        fns: set[tuple[str, int]],
+        before: dict[tuple[str, int], dict[str, set[Value]]],
+        evaluated: Callable[[], dict | None] | None = None,
     ) -> tuple[set[tuple[str, int]], dict[tuple[str, int], set[str]]]:
         """Of fns (whose argument facts changed since `before`, a copy of param_facts),
         those whose callers read something new of them (what they return or yield, or
         the attributes a method sets on `self`: a constructor keeps its arguments), and
-        of those the methods whose attributes changed, with the names of those. Both
-        sides are evaluated here from empty caches in one order, so a cycle cut short
-        cuts both alike."""
-        candidates = sorted(fn for fn in fns if fn[0] in self.summaries)
-        now = {fn: self.param_facts.get(fn) for fn in fns}
-        after = self._results(candidates)
-        _put_facts(self.param_facts, {fn: before.get(fn) for fn in fns})
-        try:
-            prior = self._results(candidates)
-        finally:
-            _put_facts(self.param_facts, now)
-            self.forget_values()
-        changed = {fn for fn in candidates if prior[fn] != after[fn]}
+        of those the methods whose attributes changed, with the names of those.
+
+        Both sides are results(fns), from empty caches in one order, so a cycle cut short
+        cuts both alike; evaluated gives the side before (a worker that still had those
+        facts evaluated it), else it is evaluated here."""
+        after = self.results(fns)
+        prior = evaluated() if evaluated is not None else None
+        if prior is None:
+            now = {fn: self.param_facts.get(fn) for fn in fns}
+            _put_facts(self.param_facts, {fn: before.get(fn) for fn in fns})
+            try:
+                prior = self.results(fns)
+            finally:
+                _put_facts(self.param_facts, now)
+        self.forget_values()
+        changed = {fn for fn in after if prior[fn] != after[fn]}
         storing: dict[tuple[str, int], set[str]] = {}
         for fn in changed:
             old, new = prior[fn][2], after[fn][2]
@@ -1967,10 +1973,11 @@ class Binder:
                 storing[fn] = set(names)
         return changed, storing
 
-    def _results(self, fns: list[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
+    def results(self, fns: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
+        """What a caller can read of each of fns (see results_changed), in one order."""
         self.forget_values()
         out: dict[tuple[str, int], tuple] = {}
-        for fn in fns:
+        for fn in sorted(fn for fn in fns if fn[0] in self.summaries):
             cls = (fn[0], self.scope(*fn).parent)
             try:
                 attrs = tuple(

@@ -338,8 +338,8 @@ class Index:
                     grown |= self.binder.set_contribution(rel, contrib)
                 if not grown or round_ == _MAX_ROUNDS - 1:
                     break
-                rounds.learn(passed)
-                returning, storing = self.binder.results_changed(grown, before)
+                evaluated = rounds.learn(passed, grown)
+                returning, storing = self.binder.results_changed(grown, before, evaluated)
                 by_file = _scopes_by_file(self.binder, self._facts, grown, returning, storing)
                 todo = dict(sorted(by_file.items()))
                 self.binder.forget_values()  # every share starts from empty caches

@@ -139,15 +139,23 @@ class Shares:
                     on_file(rel)
         return out
 
-    def learn(self, passed: list[tuple[str, dict]]) -> None:
+    def learn(
+        self, passed: list[tuple[str, dict]], fns: set[tuple[str, int]]
+    ) -> Callable[[], dict | None]:
         """The workers learn the argument facts set since the last round (this process's
-        binder has them already) while this process decides what to resolve again."""
+        binder has them already) while this process decides what to resolve again. The
+        first one evaluates binder.results(fns) before, under the facts it still has:
+        the other side of results_changed. Returns a getter of that (None if it failed)."""
+        before: tuple[int, Future] | None = None
         for i in range(SHARES):
             if self._learnt(i) and (pool := self.pools[i]) is not None:
                 try:
+                    if before is None:
+                        before = (i, pool.submit(_results, fns))
                     self._learning[i] = pool.submit(_learn, passed)
                 except Exception:
                     self._drop(i)
+        return lambda: None if before is None else self._result(*before)
 
     def _learnt(self, i: int) -> bool:
         """Whether worker i learnt what it was taught (else it is dropped)."""
@@ -193,6 +201,12 @@ def _start(origin: Origin | None) -> None:
     _worker = _forked if origin is None else _binder_from_cache(*origin)
     if _worker is None:
         raise RuntimeError("no binder to start from")
+
+
+def _results(fns: set[tuple[str, int]]) -> bytes:
+    binder = _worker
+    assert binder is not None
+    return pickle.dumps(binder.results(fns), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _learn(passed: list[tuple[str, dict]]) -> None:
