@@ -1564,10 +1564,11 @@ class Binder:
         out = {path: set(self._nested(path, idx))}
         if (stored is not None and not stored) or not self._receiver_attrs(fn):
             return out
-        by_name = self._class_tree_reads((path, self.summaries[path].scopes[idx].parent))
+        cls = (path, self.summaries[path].scopes[idx].parent)
         if stored is None:
-            hits = set(by_name[""])
+            hits = set(self._class_tree(cls))
         else:
+            by_name = self._class_tree_reads(cls)
             hits, todo, seen = set(), list(stored), set(stored)
             while todo:
                 for hit in by_name.get(todo.pop(), ()):
@@ -1582,17 +1583,23 @@ class Binder:
             out.setdefault(hit_path, set()).update(self._nested(hit_path, hit_idx))
         return out
 
+    def _class_tree(self, cls: tuple[str, int]) -> list[tuple[str, int]]:
+        """The scopes of the classes an instance of cls can be `self` in: its bases,
+        itself, its subclasses."""
+        return [
+            (cls_path, i)
+            for cls_path, cls_idx in sorted({*self.mro(cls), *self.subclasses(cls)})
+            for i in self._nested(cls_path, cls_idx)
+        ]
+
     def _class_tree_reads(self, cls: tuple[str, int]) -> dict[str, list[tuple[str, int]]]:
-        """Attribute name -> the scopes that read it, in the classes an instance of cls
-        can be `self` in (its bases, itself, its subclasses); every scope under ""."""
+        """Attribute name -> the scopes of _class_tree(cls) that read it."""
         found = self._tree_reads.get(cls)
         if found is None:
             found = self._tree_reads[cls] = defaultdict(list)
-            for cls_path, cls_idx in sorted({*self.mro(cls), *self.subclasses(cls)}):
-                for i in self._nested(cls_path, cls_idx):
-                    found[""].append((cls_path, i))
-                    for name in self._reads(cls_path, i):
-                        found[name].append((cls_path, i))
+            for scope in self._class_tree(cls):
+                for name in self._reads(*scope):
+                    found[name].append(scope)
         return found
 
     def _reads(self, path: str, idx: int) -> frozenset[str]:
