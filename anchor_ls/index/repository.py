@@ -479,7 +479,10 @@ class Index:
             if names is not None:
                 changed = {n.decode() for n in names}
                 linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
-                dependents = {d for d in dependents if d in linked or self._mentions(d, names)}
+                holders = self._holders(rel, changed)
+                dependents = {
+                    d for d in dependents if d in linked or self._mentions(d, names, holders)
+                }
         edit = None
         if edited and old and self.binder.knows_scopes(rel):
             unread = self._unread_changes(old, summary, names) if names else frozenset()
@@ -579,6 +582,33 @@ class Index:
             if path != rel and self._mentions(path, {n.encode() for n in names})
         }
 
+    def _holders(self, rel: str, names: set[str]) -> set[str]:
+        """The modules whose namespace can hold rel's definitions named names (what
+        `import *` of them brings): rel, the modules that import those names from a holder
+        or import `*` from one, and so on."""
+        resolve = self.binder.modules.resolve
+        out, todo = {rel}, [rel]
+        with self.graph.lock:
+            while todo:
+                held = todo.pop()
+                for importer in self.graph.into(IMPORTS, held):
+                    summary = self.binder.summaries.get(importer)
+                    if importer in out or summary is None:
+                        continue
+                    top = summary.scopes[0]
+                    if any(
+                        resolve(module, level, importer) == held
+                        for module, level, _pos in top.star_imports
+                    ) or any(
+                        b.value[0] == "if"
+                        and b.value[3] in names
+                        and resolve(b.value[1], b.value[2], importer) == held
+                        for b in top.bindings
+                    ):
+                        out.add(importer)
+                        todo.append(importer)
+        return out
+
     def _linking_into(
         self, rel: str, kinds: tuple[str, ...], keep: Callable[[Entity], bool] = bool
     ) -> set[str]:
@@ -591,10 +621,18 @@ class Index:
                         out.update(path_of(src) for src in self.graph.into(kind, ent.id))
         return out
 
-    def _mentions(self, rel: str, names: set[bytes]) -> bool:
-        """Whether rel's text has one of the words names, or it imports `*`."""
+    def _mentions(
+        self, rel: str, names: set[bytes], star_from: Container[str] | None = None
+    ) -> bool:
+        """Whether rel's text has one of the words names, or it imports `*` (from one of
+        the modules star_from, when given)."""
         summary = self.binder.summaries.get(rel)
-        if summary is None or summary.scopes[0].star_imports:  # Python allows `*` nowhere else
+        if summary is None:
+            return True
+        if any(  # Python allows `*` at module level only
+            star_from is None or self.binder.modules.resolve(module, level, rel) in star_from
+            for module, level, _pos in summary.scopes[0].star_imports
+        ):
             return True
         source = None
         if not summary.words:  # an edit's summary: sketched when first asked
