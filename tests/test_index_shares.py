@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import sysconfig
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,28 @@ def _dies(*_args: object) -> bytes:
 def test_a_worker_that_dies_costs_time_not_facts(
     alone: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(shares, "_round", _dies)
+    monkeypatch.setattr(shares, "_runs", _dies)
+    assert build(tmp_path, workers=2) == alone
+
+
+def test_a_run_both_processes_take_costs_time_not_facts(
+    alone: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs are taken without a lock, so two processes can take the same one. Here they
+    take every one: the worker from the shared bounds, which this process leaves alone."""
+    here, mine = os.getpid(), iter(())
+    claim, resolve, split = shares._claim, shares.Shares.resolve, shares.split
+
+    def every_run(bounds: object, from_back: bool) -> int | None:
+        return claim(bounds, from_back) if os.getpid() != here else next(mine, None)
+
+    def a_round(self: shares.Shares, todo: dict, *args: object) -> list:
+        nonlocal mine
+        mine = iter(range(len(split(todo, self.binder.summaries))))
+        return resolve(self, todo, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shares, "_claim", every_run)
+    monkeypatch.setattr(shares.Shares, "resolve", a_round)
     assert build(tmp_path, workers=2) == alone
 
 
@@ -122,6 +144,16 @@ def test_a_worker_resolves_with_the_facts_it_was_taught(monkeypatch: pytest.Monk
     run() again, in the worker (b_lib.py is the second share), which must know what job
     is by then."""
     monkeypatch.setattr(shares, "MIN_FILES", 1)
+    here, resolve_run = os.getpid(), shares._resolve_run
+
+    def after_the_worker_took_one(binder: Binder, run: dict, previous: dict) -> list:
+        """Runs go to whichever process asks first: this one waits for the worker."""
+        deadline = time.monotonic() + 60
+        while os.getpid() == here and rounds._claims[1] == 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return resolve_run(binder, run, previous)
+
+    monkeypatch.setattr(shares, "_resolve_run", after_the_worker_took_one)
     binder = Binder()
     binder.set_files({rel: summarize(rel, data) for rel, data in PASSING.items()}, "repo")
     run, same = ("b_lib.py", 1), ("b_lib.py", 4)
