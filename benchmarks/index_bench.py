@@ -1,8 +1,13 @@
 """Index speed on real corpora: ast.parse vs cold and warm builds, one-file re-index, memory.
 
     python benchmarks/index_bench.py [--only NAME] [--skip-download] [--stdlib-tests] [--workers N]
+                                     [--repeat N]
 
 Each measurement runs in a fresh subprocess (--child), so its peak memory is its own.
+ast.parse and a cold build run in turn --repeat times (3): on a shared machine the speed of
+a core drifts by a third from minute to minute, so one pair can land either side of a
+target. Each pair is compared side by side; the table gives the median pair's ratio and
+the range of all, the median seconds of each, and the warm start after the last cold build.
 Targets (the issue): cold <= 5x ast.parse, warm <= 0.3x, re-index of one Django file < 50 ms,
 peak memory on Django < 400 MB.
 """
@@ -145,18 +150,42 @@ def run_child(mode: str, root: str, exclude: tuple[str, ...], cache: str, args, 
 
 
 def measure(name: str, root: str, exclude: tuple[str, ...], big: str | None, args) -> dict:
-    print(f"[{name}] ast.parse, cold build, warm build + re-index ...", file=sys.stderr, flush=True)
+    print(
+        f"[{name}] {args.repeat} x (ast.parse, cold build), warm build + re-index ...",
+        file=sys.stderr,
+        flush=True,
+    )
     if not Path(root).is_dir():
         raise RuntimeError(f"{root} is missing")
-    res = {"ast": run_child("ast", root, exclude, "", args)}
-    with tempfile.TemporaryDirectory(prefix="anchor-bench-") as cache:
-        for mode in ("cold", "warm"):
-            res[mode] = run_child(mode, root, exclude, cache, args, big)
-    return res
+    pairs = []
+    for turn in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="anchor-bench-") as cache:
+            pair = (
+                run_child("ast", root, exclude, "", args),
+                run_child("cold", root, exclude, cache, args),
+            )
+            pairs.append(pair)
+            if turn == args.repeat - 1:
+                warm = run_child("warm", root, exclude, cache, args, big)
+    asts, colds = [a for a, _ in pairs], [c for _, c in pairs]
+    cold = middle(colds) | {"peak": max(c["peak"] for c in colds)}
+    cold["worker_peak"] = max(c["worker_peak"] for c in colds)
+    return {"ast": middle(asts), "cold": cold, "warm": warm, "pairs": pairs}
+
+
+def middle(runs: list[dict]) -> dict:
+    """The run of median wall time (the lower of the two middle ones for an even count)."""
+    return sorted(runs, key=lambda r: r["secs"])[(len(runs) - 1) // 2]
+
+
+def ratios(pairs: list[tuple[dict, dict]], key: str) -> list[float]:
+    """cold / ast.parse of each pair, by wall time or cpu time, sorted."""
+    return sorted(c[key] / a[key] for a, c in pairs)
 
 
 HEADS = (
-    "corpus | exclude | files | lines | ast.parse s (cpu) | cold s (cpu) | cold/ast (cpu) | warm s"
+    "corpus | exclude | files | lines | ast.parse s (cpu), median | cold s (cpu), median"
+    " | cold/ast (cpu), median pair [range] | warm s"
     " (cpu) | warm/ast (cpu) | deferred load ms | first edit ms | re-index median ms"
     " | re-index max ms | new-def re-index median / max ms | peak MB cold | peak MB warm"
     " | worker peak MB | call_sites"
@@ -171,6 +200,13 @@ def secs(run: dict, ast_run: dict | None = None) -> str:
     return f"{run['secs'] / ast_run['secs']:.2f}x ({run['cpu'] / ast_run['cpu']:.2f}x)"
 
 
+def paired(pairs: list[tuple[dict, dict]]) -> str:
+    """The median pair's cold/ast ratio (cpu), and the range of all pairs by wall time."""
+    wall, cpu_ratio = ratios(pairs, "secs"), ratios(pairs, "cpu")
+    spread = f" [{wall[0]:.2f}-{wall[-1]:.2f}]" if len(wall) > 1 else ""
+    return f"{median(wall):.2f}x ({median(cpu_ratio):.2f}x){spread}"
+
+
 def report(rows: dict[str, dict]) -> None:
     print(f"| {HEADS} |\n|" + "---|" * len(HEADS.split(" | ")))
     for name, r in rows.items():
@@ -178,7 +214,7 @@ def report(rows: dict[str, dict]) -> None:
         body, nd = [e[2] for e in w["edits"]], [e[3] for e in w["edits"]]
         cells = [
             f"{name} | {', '.join(r['exclude']) or '-'} | {s['files']} (ast {a['files']}, "
-            f"{a['failed']} fail) | {a['lines']} | {secs(a)} | {secs(c)} | {secs(c, a)}",
+            f"{a['failed']} fail) | {a['lines']} | {secs(a)} | {secs(c)} | {paired(r['pairs'])}",
             f"{secs(w)}, {w['stats']['from_cache']} from cache | {secs(w, a)}",
             f"{w['load']:.0f} | {w['first']:.1f} | {median(body):.1f} | {max(body):.1f}",
             f"{median(nd):.1f} / {max(nd):.1f}",
@@ -192,9 +228,11 @@ def report(rows: dict[str, dict]) -> None:
     for name, r in rows.items():
         a, c, w = r["ast"], r["cold"], r["warm"]
         checks = []
-        for run, b, x in (("cold", c, 5), ("warm", w, 0.3)):
-            ok, cpu_ok = b["secs"] <= x * a["secs"], b["cpu"] <= x * a["cpu"]
-            checks.append((f"{run} <= {x}x ast.parse", secs(b, a), ok, cpu_ok))
+        wall, cpu_ratio = ratios(r["pairs"], "secs"), ratios(r["pairs"], "cpu")
+        ok, cpu_ok = median(wall) <= 5, median(cpu_ratio) <= 5
+        checks.append(("cold <= 5x ast.parse (median pair)", paired(r["pairs"]), ok, cpu_ok))
+        ok, cpu_ok = w["secs"] <= 0.3 * a["secs"], w["cpu"] <= 0.3 * a["cpu"]
+        checks.append(("warm <= 0.3x ast.parse (median one)", secs(w, a), ok, cpu_ok))
         if name.startswith("django"):
             worst, peak = max(max(e[2:]) for e in w["edits"]), max(c["peak"], w["peak"])
             shown = f"max {worst:.1f} ms, first edit after the deferred load {w['first']:.1f} ms"
@@ -233,6 +271,7 @@ def main() -> None:
     p.add_argument("--skip-download", action="store_true", help="never run pip download")
     p.add_argument("--stdlib-tests", action="store_true", help="include the CPython test suite")
     p.add_argument("--workers", type=int, help="Index(workers=N); default: the Index default")
+    p.add_argument("--repeat", type=int, default=3, help="ast.parse + cold build pairs (3)")
     p.add_argument("--profile", metavar="NAME", help="cProfile a cold build of one corpus")
     p.add_argument("--child", type=json.loads, help=argparse.SUPPRESS)  # a job, as JSON
     args = p.parse_args()
