@@ -157,15 +157,21 @@ class Shares:
         self._claims[0], self._claims[1] = 1, len(runs)  # the first run is this process's
         futures: list[Future | None] = [None] * SHARES
         if len(runs) > 1:
-            partial = [rel for run in runs[1:] for rel, sc in run.items() if sc is not None]
-            previous = {rel: facts[rel] for rel in partial}
+            # a worker resolves the scopes of these alone, and this process puts what it
+            # found in the file's facts (sent whole, they cost more than the work)
+            partial = [
+                rel
+                for run in runs[1:]
+                for rel, sc in run.items()
+                if sc is not None and rel in facts
+            ]
             # the scopes not resolved again keep passing what they passed, wherever the
             # file was resolved before: this process holds every file's (see adopt)
             known = self.binder.scope_contributions(
                 [rel for rel in partial if self.binder.knows_scopes(rel)]
             )
-            # pickled now: resolving a run here changes the facts and values it holds
-            job = pickle.dumps(([{}, *runs[1:]], previous, known), pickle.HIGHEST_PROTOCOL)
+            # pickled now: resolving a run here changes the values it holds
+            job = pickle.dumps(([{}, *runs[1:]], partial, known), pickle.HIGHEST_PROTOCOL)
             for i in range(1, SHARES):
                 if self._learnt(i) and (pool := self.pools[i]) is not None:
                     try:
@@ -179,7 +185,7 @@ class Shares:
             for n, blob in self._result(i, future) or ():
                 resolved, per_scope = pickle.loads(blob)
                 self.binder.adopt(per_scope)
-                done[n] = resolved
+                done[n] = [_whole(facts, runs[n], *got) for got in resolved]
                 if on_file:
                     for rel, *_ in resolved:
                         on_file(rel)
@@ -259,6 +265,18 @@ class Shares:
         self.close()
 
 
+def _whole(
+    facts: dict[str, FileFacts], run: Todo, rel: str, found: FileFacts, passed: dict
+) -> Resolved:
+    """A file a worker resolved: what it found for the scopes it resolved alone, put in
+    the file's facts."""
+    scopes = run[rel]
+    if scopes is None or rel not in facts:
+        return rel, found, passed
+    facts[rel].replace_scopes(scopes, found)
+    return rel, facts[rel], passed
+
+
 def _share_claims(bounds: Any) -> None:
     """A worker's initializer: the bounds of the runs left, shared by the processes."""
     global _claims
@@ -292,8 +310,9 @@ def _runs(job: bytes) -> list[tuple[int, bytes]]:
     so that only the last one's pickling stands between the round and its end."""
     binder = _worker
     assert binder is not None
-    runs, previous, known = pickle.loads(job)
+    runs, partial, known = pickle.loads(job)
     binder.adopt(known)
+    previous = {rel: FileFacts() for rel in partial}
     done = []
     while (n := _claim(_claims, from_back=True)) is not None:
         resolved = _resolve_run(binder, runs[n], previous)

@@ -72,6 +72,16 @@ class FileFacts:
         for idx in scopes:
             self.counts.pop(idx, None)
 
+    def replace_scopes(self, scopes: set[int], other: FileFacts) -> None:
+        """Take what other (a resolution of those scopes alone) found for them in place of
+        what this held for them (scopes past the file's last are gone)."""
+        self.forget_scopes(scopes)
+        for idx in scopes:
+            self.bases.pop(idx, None)
+        for table in ("calls", "sites", "bases", "refs", "dense", "counts"):
+            getattr(self, table).update(getattr(other, table))
+        self.errors.extend(other.errors)
+
     def move_lines(self, moved: Callable[[Span], Span]) -> None:
         """The file's text moved (an edit added or removed lines): every span follows."""
         for table in (self.sites, self.refs, self.dense):
