@@ -188,6 +188,10 @@ class Binder:
         self._handed: dict[str, frozenset[str]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
         self._returned: dict[tuple[str, int], tuple[Param, tuple[Expr, ...]] | None] = {}
+        # Read off bodies, for the scopes of whole class trees: kept from round to round
+        # (each round asks for most of them again), dropped with the build's other caches.
+        self._read_attrs: dict[tuple[str, int], frozenset[str]] = {}
+        self._tree_reads: dict[tuple[str, int], dict[str, list[tuple[str, int]]]] = {}
         self.forget_values()
 
     def forget_values(self) -> None:
@@ -204,10 +208,6 @@ class Binder:
         self._class_attr_cache: dict[tuple, Values] = {}
         self._override_cache: dict[tuple, frozenset] = {}
         self._decorated: dict[tuple[str, int, int], tuple[Values, Values]] = {}
-        # Read off bodies, for the scopes of whole class trees: as many as they are (tens of
-        # thousands of test methods), kept no longer than the values.
-        self._read_attrs: dict[tuple[str, int], frozenset[str]] = {}
-        self._tree_reads: dict[tuple[str, int], dict[str, list[tuple[str, int]]]] = {}
 
     def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
         """One file changed: update the tables read off every summary (rebuilding them
