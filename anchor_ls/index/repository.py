@@ -12,7 +12,7 @@ import sqlite3
 import stat
 import threading
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.context import BaseContext
@@ -155,10 +155,19 @@ class Index:
                 if progress:
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
-        summaries, reparsed, cached = self._summaries(cache, progress)
-        self._sources.pack()
-        self.binder.set_files(summaries, self.root.name)
-        self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
+        summaries, fresh, cached = self._summaries(cache, progress)
+        # SQLite writes the new summaries (0.1-0.3 s) while this thread reads them; done
+        # before the workers start (a spawned one reads them from the cache, and a
+        # process that runs a second thread is not forked)
+        with ThreadPoolExecutor(1) as writer:
+            stored = writer.submit(cache.store_summaries, fresh) if cache is not None else None
+            self._sources.pack()
+            self.binder.set_files(summaries, self.root.name)
+            self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
+            self.binder.warm()
+            if stored is not None:
+                stored.result()
+        reparsed = len(fresh)
         self._resolve_all(sorted(summaries), progress)
         # What was evaluated, and the name tables read off the bodies, are the bulk of the
         # memory: the graph and the cache are built in their place (an edit evaluates again
@@ -247,8 +256,9 @@ class Index:
 
     def _summaries(
         self, cache: Cache | None, progress: Progress | None
-    ) -> tuple[dict[str, FileSummary], int, int]:
-        """(summaries by relpath, files parsed now, summaries from the cache): files == both."""
+    ) -> tuple[dict[str, FileSummary], list[tuple[str, str, bytes]], int]:
+        """(summaries by relpath, the rows of those parsed now for the cache, the number of
+        summaries from the cache): files == both."""
         blobs = cache.summaries(self._hashes) if cache is not None else {}
         summaries: dict[str, FileSummary] = {}
         for rel, blob in blobs.items():
@@ -275,9 +285,7 @@ class Index:
             fresh.append((rel, self._hashes[rel], result))
         for summary in summaries.values():
             self._note_summary_problems(summary)
-        if cache is not None:
-            cache.store_summaries(fresh)
-        return summaries, len(fresh), cached
+        return summaries, fresh, cached
 
     def _summarize_many(self, todo: list[str]) -> Iterable[tuple[str, bytes | Problem]]:
         """Summaries of todo, in order, parsed by `workers` processes when it pays.
