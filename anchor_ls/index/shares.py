@@ -33,9 +33,9 @@ SHARES = 2  # processes: this one and a worker
 # Where a round's runs end, as shares of its work: two large ones at the ends, two
 # smaller ones in the middle, where the processes meet (where their speeds put them: on
 # a shared machine one can run a quarter slower than the other). A process that finishes
-# its last run waits at most for one of those (with two halves, on Django's sdist, one
-# waited 1.2 s of a 4.9 s round). Each run starts from empty caches: on django/ these
-# four resolve 2.6% more values than two halves, twelve runs 8.7% more.
+# its last run waits at most for one of those (with two halves, this process waited
+# 0.5-0.8 s of django/'s 1.5 s first round). Each run starts from empty caches: on
+# django/ these four resolve 2.6% more values than two halves, twelve runs 8.7% more.
 CUTS = (7 / 16, 1 / 2, 9 / 16)
 FORGET_EVERY = 250  # files: what a run evaluated is the bulk of a build's peak memory
 MIN_FILES = 64  # below this one run: a second process would cost more than it saves
