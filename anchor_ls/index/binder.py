@@ -1480,7 +1480,6 @@ class Binder:
             facts.forget_scopes(scopes)
             chosen = sorted(i for i in scopes if i < len(summary.scopes))
             for gone in scopes.difference(chosen):
-                facts.bases.pop(gone, None)
                 per_scope.pop(gone, None)
             whole = False
         bodies = self.bodies(path)

@@ -154,7 +154,9 @@ class Shares:
     ) -> list[Resolved]:
         """Resolve todo (sorted)."""
         runs = split(todo, self.binder.summaries)
-        self._claims[0], self._claims[1] = 1, len(runs)  # the first run is this process's
+        # the first run is this process's (it would take it first anyway), and nothing
+        # of it is sent to the workers
+        self._claims[0], self._claims[1] = 1, len(runs)
         futures: list[Future | None] = [None] * SHARES
         if len(runs) > 1:
             # a worker resolves the scopes of these alone, and this process puts what it

@@ -64,6 +64,7 @@ class FileFacts:
         return sum(c[2] for c in self.counts.values())
 
     def forget_scopes(self, scopes: set[int]) -> None:
+        """Drop everything found for those scopes (to be resolved again, or gone)."""
         for key in [k for k in self.calls if k[0] in scopes]:
             del self.calls[key]
         for table in (self.sites, self.refs, self.dense):
@@ -71,13 +72,12 @@ class FileFacts:
                 del table[key]
         for idx in scopes:
             self.counts.pop(idx, None)
+            self.bases.pop(idx, None)
 
     def replace_scopes(self, scopes: set[int], other: FileFacts) -> None:
         """Take what other (a resolution of those scopes alone) found for them in place of
         what this held for them (scopes past the file's last are gone)."""
         self.forget_scopes(scopes)
-        for idx in scopes:
-            self.bases.pop(idx, None)
         for table in ("calls", "sites", "bases", "refs", "dense", "counts"):
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
