@@ -5,10 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def children() -> set[int]:
-    """This process's child processes (Linux)."""
+def children(pid: int | str = "self") -> set[int]:
+    """The child processes of pid, this process by default (Linux)."""
     found: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:  # the process has ended
+        return found
+    for task in tasks:
         try:
             found.update(int(c) for c in (task / "children").read_text().split())
         except FileNotFoundError:  # a thread that ended while we looked

@@ -77,6 +77,7 @@ def test_the_cli_still_answers_on_its_stdout_after_the_rerun(tmp_path: Path) -> 
 def test_the_rerun_keeps_the_command_line_and_only_sets_the_seed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(Path(hashseed.__file__).parent.parent)  # a checkout run in place
     calls: list[tuple] = []
     monkeypatch.setattr(os, "execve", lambda *args: calls.append(args))
     monkeypatch.delenv(hashseed.ANY_SEED, raising=False)
@@ -93,3 +94,22 @@ def test_the_rerun_keeps_the_command_line_and_only_sets_the_seed(
     ((path, argv, env),) = calls
     assert (path, argv) == (sys.executable, ["python3", "-X", "utf8", "/bin/anchor-ls", "graph"])
     assert env == {**os.environ, "PYTHONHASHSEED": "0"}
+
+
+def test_the_rerun_keeps_the_working_directory_off_its_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """-P, which (unlike -I) leaves PYTHONHASHSEED in force; see syspath."""
+    calls: list[tuple] = []
+    monkeypatch.setattr(os, "execve", lambda *args: calls.append(args))
+    monkeypatch.delenv(hashseed.ANY_SEED, raising=False)
+    monkeypatch.setenv("PYTHONHASHSEED", "12")
+    monkeypatch.chdir(tmp_path)  # a repository, say
+    monkeypatch.setattr(sys, "orig_argv", ["python3", "-X", "utf8", "-m", "anchor_ls", "serve"])
+    hashseed.rerun_with_fixed_seed()
+    ((path, argv, env),) = calls
+    assert (path, argv) == (
+        sys.executable,
+        ["python3", "-P", "-X", "utf8", "-m", "anchor_ls", "serve"],
+    )
+    assert env["PYTHONHASHSEED"] == "0"

@@ -35,6 +35,7 @@ from anchor_ls.syntax.parse import has_word, may_mention, summarize, words_sketc
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
 from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
+from anchor_ls.syspath import start_children_safe
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
@@ -1063,7 +1064,10 @@ def _gc_paused(*, settle: bool = False) -> Iterator[None]:
 
 
 def _pool_context(files: int) -> BaseContext | None:
-    """How to start parse workers for `files` files, or None to parse in this process."""
+    """How to start parse workers for `files` files, or None to parse in this process.
+
+    A started (not forked) worker is a fresh `python -c` in this process's working
+    directory, often the repository: it starts without that directory on sys.path."""
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
@@ -1073,6 +1077,7 @@ def _pool_context(files: int) -> BaseContext | None:
         return None
     for method in ("spawn", "forkserver"):
         if method in methods:
+            start_children_safe()
             return multiprocessing.get_context(method)
     return None
 

@@ -1,10 +1,16 @@
-"""`python -m anchor_ls.server [--tcp HOST:PORT]`: the language server without the CLI."""
+"""`python -m anchor_ls.server [--tcp HOST:PORT]`: the language server without the CLI.
 
-from __future__ import annotations
+No `from __future__` and nothing imported before the working directory is off sys.path
+(see anchor_ls.syspath).
+"""
 
-import argparse
+from anchor_ls.syspath import keep_repository_off_path
 
-from anchor_ls.hashseed import rerun_with_fixed_seed
+keep_repository_off_path()
+
+import argparse  # noqa: E402
+
+from anchor_ls.hashseed import rerun_with_fixed_seed  # noqa: E402
 
 
 def parse_address(text: str) -> tuple[str, int]:
