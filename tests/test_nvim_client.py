@@ -4,7 +4,8 @@ editors/nvim/test/init.lua loads the plugin, opens pkg/service.py of a copy of
 fixtures/example, waits for what Neovim itself holds (inlay hints, code lenses),
 runs a lens, :AnchorStats, :AnchorMaterialize and :AnchorStrip, and writes what
 it saw as JSON; the assertions live here. The expected callers come from the
-fixture's hand-written expected.json.
+fixture's hand-written expected.json. The copy also holds modules a repository could
+plant to run code in a Python that imports from it (see planted): none may run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from planted import marks_left, plant
 
 from anchor_ls.tags.policy import is_test_path
 from anchor_ls.tags.render import expand_id
@@ -60,6 +62,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("nvim")
     repo = work / "example"
     shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    marks = work / "marks"
+    plant(repo, marks)
     out = work / "result.json"
     env = {
         **os.environ,
@@ -102,6 +106,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result["repo"] = str(repo)
+    result["marks"] = marks_left(marks)
     result["original"] = (repo / "pkg" / "service.py").read_text(encoding="utf-8").splitlines()
     return result
 
@@ -208,3 +213,11 @@ def test_export_writes_a_tagged_copy_into_a_new_directory(run: dict[str, Any]) -
             inside = False
     assert kept == run["original"]
     assert run["export_refused"] is True, "a second export into the same directory must refuse"
+
+
+def test_the_server_runs_nothing_of_the_repository(run: dict[str, Any]) -> None:
+    """nvim runs in the repository and the command is `python -m anchor_ls serve`, whose
+    `-m` alone would put the working directory first on sys.path."""
+    assert run["marks"] == []
+    assert run["config"]["cmd_env"]["PYTHONSAFEPATH"] == "1"
+    assert not Path(run["config"]["cmd_cwd"]).is_relative_to(run["repo"])

@@ -2,9 +2,18 @@
 -- CodeAnchor tags (inlay hints and code lenses). Neovim 0.11+ `vim.lsp.config` format:
 --   vim.lsp.enable('anchor_ls')            -- plain, or
 --   require('anchor_ls').setup({})         -- with commands, lenses and the quickfix mapping
+--
+-- The server starts in this plugin's folder, not in the repository, and with PYTHONSAFEPATH=1
+-- (Python's -P): neither it nor the interpreters it starts put the working directory on
+-- sys.path, so a repository's own `json/`, `anchor_ls/` or `sitecustomize.py` never runs,
+-- whatever `cmd` is (`python -m anchor_ls serve` too).
+local plugin = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h')
+
 ---@type vim.lsp.Config
 return {
   cmd = { 'anchor-ls', 'serve' },
+  cmd_cwd = plugin,
+  cmd_env = { PYTHONSAFEPATH = '1' },
   filetypes = { 'python' },
   root_markers = {
     'pyproject.toml',

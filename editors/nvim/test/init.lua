@@ -82,6 +82,8 @@ local function run()
     cmd = vim.lsp.config.anchor_ls.cmd,
     filetypes = vim.lsp.config.anchor_ls.filetypes,
     root_markers = vim.lsp.config.anchor_ls.root_markers,
+    cmd_cwd = vim.lsp.config.anchor_ls.cmd_cwd,
+    cmd_env = vim.lsp.config.anchor_ls.cmd_env,
     settings = vim.lsp.config.anchor_ls.settings,
   }
 

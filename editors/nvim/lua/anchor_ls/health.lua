@@ -26,6 +26,11 @@ function M.check()
       )
     end
   end
+  if (config.cmd_env or {}).PYTHONSAFEPATH == '1' then
+    h.ok('starts in ' .. tostring(config.cmd_cwd) .. ' with PYTHONSAFEPATH=1 (no repository module on sys.path)')
+  else
+    h.warn('cmd_env has no PYTHONSAFEPATH=1: with `python -m`, modules of the working directory can run')
+  end
   local clients = vim.lsp.get_clients({ name = 'anchor_ls' })
   if #clients == 0 then
     h.info('no anchor_ls client is running (open a Python file)')
