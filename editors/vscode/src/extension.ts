@@ -1,5 +1,6 @@
-// VS Code client of anchor-ls: starts `<python> -m anchor_ls serve` over stdio and adds the
-// commands, the status bar item and the `anchor.showLocations` lens command around it.
+// VS Code client of anchor-ls: starts `<python> -P -m anchor_ls serve` over stdio (in the
+// extension's folder, see launch.ts) and adds the commands, the status bar item and the
+// `anchor.showLocations` lens command around it.
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
@@ -11,6 +12,7 @@ import {
   WorkDoneProgressCreateRequest,
 } from "vscode-languageclient/node";
 import { checkServerInstalled, resolveInterpreter, Interpreter } from "./interpreter";
+import { interpreterSetting, serverLaunch } from "./launch";
 import { serverSettings, SECTION } from "./settings";
 import { StatusItem } from "./status";
 import { StatsView } from "./statsView";
@@ -21,9 +23,11 @@ let client: LanguageClient | undefined;
 let status: StatusItem;
 let output: vscode.OutputChannel;
 let starting: Promise<void> | undefined;
+let home = ""; // the extension's folder: where the server starts, never the workspace
 const statsView = new StatsView();
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  home = context.extensionPath;
   output = vscode.window.createOutputChannel("anchor-ls");
   status = new StatusItem();
   context.subscriptions.push(
@@ -61,6 +65,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     })
   );
   watchPythonExtension(context);
+  // Trusting the workspace lets its own anchorLs.interpreter (and the Python extension's) count.
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()));
 
   await start();
 }
@@ -83,8 +89,7 @@ async function doStart(): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.[0];
   const interpreter = await resolveInterpreter(folder, output);
   output.appendLine(`anchor-ls: interpreter ${interpreter.command} (from ${interpreter.source})`);
-  // The same cwd as the server's, so that `-c` imports what `-m` will.
-  const problem = await checkServerInstalled(interpreter, folder?.uri.fsPath);
+  const problem = await checkServerInstalled(interpreter, home);
   if (problem) {
     status.failed(problem.short);
     output.appendLine(problem.message);
@@ -92,11 +97,12 @@ async function doStart(): Promise<void> {
     return;
   }
 
+  const launch = serverLaunch(interpreter, home, process.env);
   const serverOptions: ServerOptions = {
-    command: interpreter.command,
-    args: [...interpreter.args, "-m", "anchor_ls", "serve"],
+    command: launch.command,
+    args: launch.args,
     // No `transport`: stdio pipes without the `--stdio` argument the client would append.
-    options: { cwd: folder?.uri.fsPath },
+    options: { cwd: launch.cwd, env: launch.env },
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file", language: "python" }],
@@ -363,7 +369,8 @@ async function explainStartFailure(
   }
 }
 
-/** Restart when the Python extension's active interpreter changes and no setting pins one. */
+/** Restart when the Python extension's active interpreter changes, no setting pins one and
+ * the workspace is trusted. */
 function watchPythonExtension(context: vscode.ExtensionContext): void {
   const ext = vscode.extensions.getExtension("ms-python.python");
   if (!ext) {
@@ -376,8 +383,9 @@ function watchPythonExtension(context: vscode.ExtensionContext): void {
     }
     context.subscriptions.push(
       event(() => {
-        const pinned = vscode.workspace.getConfiguration(SECTION).get<string>("interpreter", "");
-        if (!pinned) {
+        const trusted = vscode.workspace.isTrusted; // else its choice is not used
+        const values = vscode.workspace.getConfiguration(SECTION).inspect<string>("interpreter");
+        if (trusted && !interpreterSetting(values, trusted)) {
           void restart();
         }
       })

@@ -1,10 +1,11 @@
 // Which Python runs the server: the anchorLs.interpreter setting, else the Python extension's
-// active interpreter, else python3. And whether anchor-ls is importable there.
+// active interpreter, else python3; in Restricted Mode only the user's own setting or python3
+// (see launch.ts). And whether anchor-ls is importable there.
 import * as cp from "child_process";
 import * as os from "os";
-import * as path from "path";
 import * as vscode from "vscode";
 import { SECTION } from "./settings";
+import { expandInterpreter, insideAny, interpreterSetting, probeLaunch } from "./launch";
 
 export interface Interpreter {
   command: string;
@@ -18,34 +19,41 @@ export interface StartProblem {
   message: string;
 }
 
+const DEFAULT: Interpreter = { command: "python3", args: [], source: "default", display: "python3" };
+
 export async function resolveInterpreter(
   folder: vscode.WorkspaceFolder | undefined,
   log: vscode.OutputChannel
 ): Promise<Interpreter> {
-  const configured = vscode.workspace
-    .getConfiguration(SECTION, folder?.uri)
-    .get<string>("interpreter", "")
-    .trim();
+  const trusted = vscode.workspace.isTrusted;
+  const values = vscode.workspace.getConfiguration(SECTION, folder?.uri).inspect<string>("interpreter");
+  const configured = interpreterSetting(values, trusted);
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
   if (configured) {
-    const command = expand(configured, folder);
-    return { command, args: [], source: "setting", display: command };
+    const command = expandInterpreter(configured, folder?.uri.fsPath, os.homedir());
+    if (trusted || !insideAny(command, folders)) {
+      return { command, args: [], source: "setting", display: command };
+    }
+    log.appendLine(
+      `anchor-ls: ${command} is inside the workspace, which is not trusted (Restricted Mode): ` +
+        `not running it; trust the workspace to use it. Using ${DEFAULT.display}.`
+    );
+    return DEFAULT;
+  }
+  if (!trusted) {
+    if (values?.workspaceFolderValue || values?.workspaceValue) {
+      log.appendLine(
+        "anchor-ls: the workspace's own anchorLs.interpreter is ignored until you trust the workspace (Restricted Mode)."
+      );
+    }
+    // The Python extension may have picked the repository's own .venv.
+    return DEFAULT;
   }
   const fromExtension = await pythonExtensionInterpreter(folder, log);
   if (fromExtension) {
     return fromExtension;
   }
-  return { command: "python3", args: [], source: "default", display: "python3" };
-}
-
-function expand(value: string, folder: vscode.WorkspaceFolder | undefined): string {
-  let v = value;
-  if (folder) {
-    v = v.split("${workspaceFolder}").join(folder.uri.fsPath);
-  }
-  if (v === "~" || v.startsWith("~/")) {
-    v = path.join(os.homedir(), v.slice(1));
-  }
-  return v;
+  return DEFAULT;
 }
 
 async function pythonExtensionInterpreter(
@@ -93,16 +101,18 @@ const PROBE = [
   "    print(repr(e)); sys.exit(4)",
 ].join("\n");
 
-/** Undefined when `<interpreter> -m anchor_ls` can run, else what is wrong and how to fix it. */
+/** Undefined when `<interpreter> -P -m anchor_ls` can run (started as the server will be:
+ * in `home`, the extension's folder), else what is wrong and how to fix it. */
 export function checkServerInstalled(
   interpreter: Interpreter,
-  cwd?: string
+  home: string
 ): Promise<StartProblem | undefined> {
+  const probe = probeLaunch(interpreter, PROBE, home, process.env);
   return new Promise((resolve) => {
     cp.execFile(
-      interpreter.command,
-      [...interpreter.args, "-c", PROBE],
-      { timeout: 30000, cwd },
+      probe.command,
+      probe.args,
+      { timeout: 30000, cwd: probe.cwd, env: probe.env },
       (error, stdout, stderr) => {
         if (!error) {
           resolve(undefined);
@@ -114,6 +124,11 @@ export function checkServerInstalled(
           resolve({
             short: "no Python",
             message: `Python interpreter "${interpreter.display}" was not found. Set "anchorLs.interpreter" to the path of a Python that has anchor-ls installed.`,
+          });
+        } else if ((error as any).code === 2 && /-P\b/.test(text)) {
+          resolve({
+            short: "Python too old",
+            message: `${interpreter.display} is older than Python 3.11 (it has no -P), which anchor-ls needs. Set "anchorLs.interpreter" to a Python 3.11+ that has anchor-ls installed.`,
           });
         } else if ((error as any).code === 3) {
           resolve({

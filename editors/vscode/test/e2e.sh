@@ -2,8 +2,8 @@
 # Real-editor test of the VS Code client: builds the .vsix, installs it into code-server,
 # opens a copy of fixtures/example in headless Chromium (driven by playwright-core) and
 # checks that anchor-ls's inlay hints and code lenses render, that hovering a name in a
-# hint resolves its tooltip and link, that a lens opens the references view and that the
-# palette commands reach the server.
+# hint resolves its tooltip and link, that a lens opens the references view, that the
+# palette commands reach the server and that no module planted in the workspace ran.
 #
 # Usage: e2e.sh              install what is missing, then run the test
 #        e2e.sh --prepare    only install (apt, .vsix, code-server, playwright-core): no
@@ -186,6 +186,10 @@ PGIDS=()
 log "vsix: $VSIX"
 [ "$MODE" = run ] || { log "prepared"; exit 0; }
 
+(cd "$HERE" && ANCHOR_LS_PYTHON="$PY_ABS" npm test >"$E2E/unit.log" 2>&1) \
+  || { cat "$E2E/unit.log"; die "npm test (test/launch.test.cjs) failed"; }
+log "npm test: $(grep -E '^# (pass|fail)' "$E2E/unit.log" | tr '\n' ' ')"
+
 # --- 4. a fresh profile, the extension and a copy of the fixture ------------------------
 RUN="$(mktemp -d "${TMPDIR:-/tmp}/anchor-ls-e2e.XXXXXX")"
 
@@ -216,6 +220,16 @@ class CheckoutService:
         return checkout(skus)
 PY
 fi
+
+# Modules a repository could plant to run code in a Python that imports from it (the
+# workspace's `anchor_ls/`, `json/`, `sitecustomize.py`, ...; see tests/planted.py): each
+# leaves a mark in $MARKS when imported. The extension's probe and server must import none.
+MARKS="$RUN/marks"
+"$PY_ABS" -P -c 'import sys; sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from planted import plant
+print(" ".join(plant(Path(sys.argv[2]), Path(sys.argv[3]))))' "$REPO/tests" "$WS" "$MARKS" \
+  | { read -r names; log "planted in the workspace: $names"; }
 
 # The callers the hint on `def checkout` must name: from the fixture's hand-written
 # expected.json (calls from test code are TEST_REF, not CALLED_BY: the policy's own rule),
@@ -303,5 +317,8 @@ if [ $rc -ne 0 ]; then
   done
   die "the editor checks failed (screenshot of the failure: ${SHOT%.png}-failure.png)"
 fi
+marks="$(ls "$MARKS")"
+[ -z "$marks" ] || die "modules of the workspace ran (module-pid): $(echo $marks)"
+log "no module of the workspace ran"
 log "screenshot: $SHOT"
 log "PASS"
