@@ -48,9 +48,10 @@ CASES = {
 def write_repo(root: Path) -> None:
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
-    for i in range(FILES):
-        text = f"from pkg.m{max(i - 1, 0)} import run{max(i - 1, 0)}\n\n\ndef run{i}():\n"
-        (root / "pkg" / f"m{i}.py").write_text(text + f"    return run{i - 1}()\n", "utf-8")
+    (root / "pkg" / "m0.py").write_text("def run0():\n    return None\n", "utf-8")
+    for i in range(1, FILES):
+        text = f"from pkg.m{i - 1} import run{i - 1}\n\n\ndef run{i}():\n    return run{i - 1}()\n"
+        (root / "pkg" / f"m{i}.py").write_text(text, "utf-8")
 
 
 def setup(tmp_path: Path, case: str) -> tuple[Path, Path, list[str], dict[str, str]]:

@@ -1067,7 +1067,8 @@ def _pool_context(files: int) -> BaseContext | None:
     """How to start parse workers for `files` files, or None to parse in this process.
 
     A started (not forked) worker is a fresh `python -c` in this process's working
-    directory, often the repository: it starts without that directory on sys.path."""
+    directory, often the repository: PYTHONSAFEPATH=1 in this process's environment, which
+    the workers inherit, keeps that directory off their sys.path."""
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()

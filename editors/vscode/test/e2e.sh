@@ -311,6 +311,7 @@ wait $driver
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then
+  echo "--- marks of workspace modules that ran: $(ls "$MARKS" | tr '\n' ' ')"
   echo "--- code-server log (tail) ---"; tail -30 "$RUN/code-server.log"
   for f in $(find "$RUN/data/logs" -name '*anchor-ls*' -o -name 'exthost.log' 2>/dev/null); do
     echo "--- $f (tail) ---"; tail -40 "$f"
