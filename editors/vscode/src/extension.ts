@@ -89,6 +89,14 @@ async function doStart(): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.[0];
   const interpreter = await resolveInterpreter(folder, output);
   output.appendLine(`anchor-ls: interpreter ${interpreter.command} (from ${interpreter.source})`);
+  if (interpreter.refused) {
+    status.failed("untrusted workspace");
+    output.appendLine(`anchor-ls: not started: ${interpreter.refused}`);
+    void vscode.window
+      .showWarningMessage(`anchor-ls: ${interpreter.refused}`, "Manage Workspace Trust")
+      .then((pick) => pick && vscode.commands.executeCommand("workbench.trust.manage"));
+    return;
+  }
   const problem = await checkServerInstalled(interpreter, home);
   if (problem) {
     status.failed(problem.short);

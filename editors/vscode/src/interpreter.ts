@@ -12,6 +12,8 @@ export interface Interpreter {
   args: string[];
   source: "setting" | "python extension" | "default";
   display: string;
+  /** Why it must not run (inside a workspace that is not trusted), if so. */
+  refused?: string;
 }
 
 export interface StartProblem {
@@ -31,14 +33,14 @@ export async function resolveInterpreter(
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
   if (configured) {
     const command = expandInterpreter(configured, folder?.uri.fsPath, os.homedir());
-    if (trusted || !insideAny(command, folders)) {
-      return { command, args: [], source: "setting", display: command };
+    const chosen: Interpreter = { command, args: [], source: "setting", display: command };
+    if (!trusted && insideAny(command, folders)) {
+      chosen.refused =
+        `"anchorLs.interpreter" names ${command}, inside this workspace, which is not trusted ` +
+        `(Restricted Mode): a repository's own interpreter would run its code. Trust the workspace, ` +
+        `or set "anchorLs.interpreter" to a Python outside it.`;
     }
-    log.appendLine(
-      `anchor-ls: ${command} is inside the workspace, which is not trusted (Restricted Mode): ` +
-        `not running it; trust the workspace to use it. Using ${DEFAULT.display}.`
-    );
-    return DEFAULT;
+    return chosen;
   }
   if (!trusted) {
     if (values?.workspaceFolderValue || values?.workspaceValue) {

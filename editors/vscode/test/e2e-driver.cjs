@@ -51,6 +51,10 @@ async function run(page) {
   await page.goto(URL);
   await page.waitForSelector(".monaco-workbench .part.editor", { timeout: TIMEOUT });
   log("workbench loaded");
+  if (process.env.E2E_MODE === "restricted") {
+    await runRestricted(page);
+    return;
+  }
 
   step = "open pkg/service.py";
   await openFile(page, "service.py", "pkg");
@@ -327,6 +331,60 @@ async function run(page) {
   );
   log(`status bar: ${JSON.stringify(failedStatus)}`);
   await page.screenshot({ path: SHOT.replace(/\.png$/, "") + "-not-installed.png" });
+}
+
+/** An untrusted workspace: Restricted Mode shows, and the server still renders the hints
+ * (started with the user's interpreter: e2e.sh checks the workspace's never ran). */
+async function runRestricted(page) {
+  step = "the workspace opens in Restricted Mode";
+  const restricted = await waitFor(
+    page,
+    () => (document.body.innerText || "").includes("Restricted Mode"),
+    (seen) => seen,
+    60_000
+  );
+  log(`Restricted Mode shown: ${restricted}`);
+
+  step = "inlay hint with the callers in Restricted Mode";
+  await openFile(page, "service.py", "pkg");
+  const hintLine = await waitFor(
+    page,
+    () => {
+      const lines = [...document.querySelectorAll(".monaco-editor .view-line")];
+      const line = lines.find((l) => /^\s*def checkout\(/.test((l.textContent || "").replace(/\u00a0/g, " ")));
+      return line ? line.textContent.replace(/\u00a0/g, " ") : null;
+    },
+    (text) => text && CALLERS.every((c) => text.split(":").slice(1).join(":").includes(c))
+  );
+  log(`def checkout line: ${JSON.stringify(hintLine)}`);
+  await page.screenshot({ path: SHOT });
+
+  step = "a user setting that names the workspace's own interpreter is refused there";
+  const settingsFile = path.join(RUN, "data", "User", "settings.json");
+  const userSettings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
+  await editUserSettings(page, { ...userSettings, "anchorLs.interpreter": "${workspaceFolder}/.venv/bin/python" });
+  const toast = await waitFor(
+    page,
+    () =>
+      [...document.querySelectorAll(".notification-list-item-message")]
+        .map((e) => (e.textContent || "").replace(/\u00a0/g, " "))
+        .find((t) => t.includes("not trusted")) || null,
+    (t) => !!t,
+    60_000
+  );
+  log(`notification: ${JSON.stringify(toast)}`);
+  const refusedStatus = await waitFor(
+    page,
+    () => {
+      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
+        (e.textContent || "").includes("anchor-ls")
+      );
+      return item ? (item.textContent || "").trim() : null;
+    },
+    (t) => t && t.includes("untrusted workspace"),
+    30_000
+  );
+  log(`status bar: ${JSON.stringify(refusedStatus)}`);
 }
 
 async function openFile(page, name, dirHint) {

@@ -272,6 +272,7 @@ cat >"$RUN/data/User/settings.json" <<JSON
   "workbench.colorTheme": "Default Dark Modern"
 }
 JSON
+cp "$RUN/data/User/settings.json" "$RUN/settings-initial.json"
 printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' >"$RUN/config.yaml"
 
 CS_ARGS=(--config "$RUN/config.yaml" --user-data-dir "$RUN/data" --extensions-dir "$RUN/ext")
@@ -322,4 +323,57 @@ marks="$(ls "$MARKS")"
 [ -z "$marks" ] || die "modules of the workspace ran (module-pid): $(echo $marks)"
 log "no module of the workspace ran"
 log "screenshot: $SHOT"
+
+# --- 7. an untrusted workspace that names its own interpreter ----------------------------
+# Its .vscode/settings.json sets anchorLs.interpreter to its own .venv/bin/python (a script
+# that leaves a mark, then runs the real Python). Opened with workspace trust on and no
+# prompt, it stays in Restricted Mode: the server must run with the user's interpreter (the
+# hints show), and a user setting of `${workspaceFolder}/.venv/bin/python` is refused there
+# with a message; the workspace's interpreter must never run.
+kill -TERM -- "-$CS_PID" 2>/dev/null || true
+for _ in $(seq 1 50); do kill -0 -- "-$CS_PID" 2>/dev/null || break; sleep 0.1; done
+kill -KILL -- "-$CS_PID" 2>/dev/null || true
+WS2="$RUN/untrusted"
+cp -r "$WS" "$WS2"
+rm -rf "$WS2/.anchor-ls"
+mkdir -p "$WS2/.vscode" "$WS2/.venv/bin"
+printf '#!/bin/sh\n: >"%s/workspace-python-$$"\nexec "%s" "$@"\n' "$MARKS" "$PY_ABS" >"$WS2/.venv/bin/python"
+chmod +x "$WS2/.venv/bin/python"
+printf '{"anchorLs.interpreter": "${workspaceFolder}/.venv/bin/python"}\n' >"$WS2/.vscode/settings.json"
+"$PY_ABS" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+s.update({"anchorLs.interpreter": sys.argv[2], "security.workspace.trust.enabled": True,
+          "security.workspace.trust.startupPrompt": "never"})
+json.dump(s, open(sys.argv[3], "w"), indent=2)' "$RUN/settings-initial.json" "$PY_ABS" "$RUN/data/User/settings.json"
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+setsid "$CS_BIN" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none \
+  --disable-telemetry --disable-update-check \
+  --disable-getting-started-override --ignore-last-opened "$WS2" >"$RUN/code-server-untrusted.log" 2>&1 &
+CS_PID=$!
+PGIDS+=($CS_PID)
+for _ in $(seq 1 120); do
+  healthy && break
+  kill -0 "$CS_PID" 2>/dev/null || { cat "$RUN/code-server-untrusted.log"; die "code-server exited"; }
+  sleep 0.5
+done
+healthy || die "code-server did not come up"
+log "code-server (workspace trust on) on 127.0.0.1:$PORT"
+set +e
+E2E_MODE=restricted E2E_URL="http://127.0.0.1:$PORT/?folder=$WS2" E2E_WS="$WS2" E2E_RUN="$RUN" \
+  E2E_SHOT="${SHOT%.png}-restricted.png" NODE_PATH="$E2E/pw/node_modules" \
+  setsid node "$HERE/test/e2e-driver.cjs" &
+driver=$!
+PGIDS+=($driver)
+wait $driver
+rc=$?
+set -e
+marks="$(ls "$MARKS")"
+if [ $rc -ne 0 ] || [ -n "$marks" ]; then
+  for f in $(find "$RUN/data/logs" -name '*anchor-ls*' 2>/dev/null); do
+    echo "--- $f (tail) ---"; tail -20 "$f"
+  done
+  [ -z "$marks" ] || die "in Restricted Mode, the workspace's interpreter or modules ran: $(echo $marks)"
+  die "the Restricted Mode checks failed (screenshot: ${SHOT%.png}-restricted-failure.png)"
+fi
+log "Restricted Mode: the user's interpreter ran the server, the workspace's never ran"
 log "PASS"
