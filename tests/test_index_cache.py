@@ -141,8 +141,8 @@ def test_no_writable_cache_anywhere_still_indexes(repo: Path, tmp_path: Path) ->
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("", encoding="utf-8")
     index = build(repo, cache_dir=blocker / "cache")
-    assert index.problems[".anchor-ls"].kind == "cache"
-    assert "without" in index.problems[".anchor-ls"].message
+    assert index.problems[str(blocker / "cache")].kind == "cache"
+    assert "without" in index.problems[str(blocker / "cache")].message
     assert index.graph.to_json() == fresh_json(repo)
 
 
@@ -206,7 +206,7 @@ def test_corrupt_cache_file_is_rebuilt_with_a_warning(repo: Path) -> None:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     db.write_bytes(b"this is not a database\x00\xff" * 64)
     rebuilt = build(repo)
-    problem = rebuilt.problems[".anchor-ls"]
+    problem = rebuilt.problems[str(repo / ".anchor-ls")]
     assert problem.kind == "cache" and "rebuilt" in problem.message
     assert rebuilt.stats().reparsed == 9
     assert rebuilt.graph.to_json() == fresh_json(repo)
@@ -251,7 +251,12 @@ def test_damaged_rows_are_parsed_again(repo: Path) -> None:
     index = build(repo)
     assert (index.stats().reparsed, index.stats().from_cache) == (1, 8)
     assert index.graph.to_json() == fresh_json(repo)
-    assert index.problems == {}
+    cache = str(repo / ".anchor-ls")
+    assert list(index.problems) == [cache]
+    assert "rows that do not verify (damaged, or written by another user)" in (
+        index.problems[cache].message
+    )
+    assert build(repo).problems == {}  # said once: the rows were replaced
 
 
 # ----- two writers ----------------------------------------------------------
@@ -329,3 +334,24 @@ def test_processes_opening_one_new_cache_at_once_never_take_it_for_broken(tmp_pa
         with sqlite3.connect(folder / FILE_NAME) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         conn.close()
+
+
+def test_failed_cache_writes_are_one_problem_naming_the_cache_given(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A full disk: SQLite refuses every page past the ones the file has. The index goes
+    on without the cache, and says so once, under the folder --cache named."""
+    folder = tmp_path / "my-cache"
+    index = Index(repo, cache_dir=folder)
+    cache = index._open_cache()
+    assert cache is not None
+    pages = cache.db.execute("PRAGMA page_count").fetchone()[0]
+    cache.db.execute(f"PRAGMA max_page_count = {pages}")
+    index.build()
+    assert list(index.problems) == [str(folder)]
+    problem = index.problems[str(folder)]
+    assert problem.kind == "cache"
+    assert f"cache {folder / FILE_NAME} could not be written" in problem.message
+    assert "full" in problem.message and problem.message.count("could not be written") == 1
+    assert index.graph.to_json() == fresh_json(repo)
+    index.close()

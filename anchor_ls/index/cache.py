@@ -1,7 +1,8 @@
 """The SQLite cache: file summaries by content hash, plus the last resolved graph.
 
-A corrupt or foreign-version cache is thrown away and rebuilt, never trusted.
-Concurrent runs on one cache are safe: WAL mode, a busy timeout, and every
+A corrupt or foreign-version cache is thrown away and rebuilt, never trusted; so is one
+that this user did not write (every row is signed with a key outside the repository: see
+cache_key). Concurrent runs on one cache are safe: WAL mode, a busy timeout, and every
 write in one transaction.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import platformdirs
 
 from anchor_ls import __version__
+from anchor_ls.index.cache_key import CacheKey, load_key
 
 
 def _engine_digest() -> str:
@@ -32,7 +34,7 @@ def _engine_digest() -> str:
     return h.hexdigest()
 
 
-SCHEMA = f"anchor-ls {__version__} cache 2 engine {_engine_digest()}"
+SCHEMA = f"anchor-ls {__version__} cache 3 engine {_engine_digest()}"
 FILE_NAME = "index.sqlite3"
 
 
@@ -69,10 +71,16 @@ def default_cache_dir(root: Path) -> Path:
 
 
 class Cache:
-    def __init__(self, folder: Path) -> None:
+    """Rows in, rows out: every blob is signed on the way in and verified on the way out,
+    so callers only ever unpickle bytes this user's anchor-ls wrote."""
+
+    def __init__(self, folder: Path, key: CacheKey | None = None) -> None:
         folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
         self.path = folder / FILE_NAME
-        self.warning: str | None = None
+        self.key = key or load_key()
+        self.warning: str | None = self.key.problem
+        self.write_error: str | None = None  # the first failed write
         waited = 0.0
         while True:
             try:
@@ -101,19 +109,24 @@ class Cache:
             raise
         return db
 
-    @staticmethod
-    def _set_up(db: sqlite3.Connection) -> None:
+    def _set_up(self, db: sqlite3.Connection) -> None:
         db.execute("PRAGMA busy_timeout = 30000")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None or row[0] != SCHEMA:
+        meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'owner')"))
+        owner = self.key.tag("owner", SCHEMA.encode()).hex()
+        if meta.get("schema") != SCHEMA or meta.get("owner") != owner:
+            if meta.get("schema") == SCHEMA and self.key.problem is None:
+                self.warning = (
+                    f"cache {self.path} was not written by this user on this machine; rebuilt"
+                )
             with db:
                 db.execute("DROP TABLE IF EXISTS summaries")
                 db.execute("DROP TABLE IF EXISTS graph")
                 db.execute("DROP TABLE IF EXISTS graph_parts")
                 db.execute("DROP TABLE IF EXISTS derived")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('owner', ?)", (owner,))
         db.execute(
             "CREATE TABLE IF NOT EXISTS summaries (path TEXT PRIMARY KEY, hash TEXT, blob BLOB)"
         )
@@ -129,6 +142,32 @@ class Cache:
             with contextlib.suppress(OSError):
                 os.unlink(f"{self.path}{suffix}")
 
+    def take_problem(self) -> str | None:
+        """What went wrong since last asked (a rebuild, foreign rows, a failed write), once."""
+        said = "; ".join(m for m in (self.warning, self.write_error) if m) or None
+        self.warning = self.write_error = None
+        return said
+
+    def _verified(self, name: str, stored: object) -> bytes | None:
+        payload = self.key.open(name, stored)
+        if payload is None and self.warning is None:
+            self.warning = (
+                f"cache {self.path} holds rows that do not verify (damaged, or written by"
+                " another user): ignored"
+            )
+        return payload
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One transaction; a failure (full disk, read-only folder) is kept to be said once,
+        and the index goes on without what was not written."""
+        try:
+            with self.db:
+                yield self.db
+        except sqlite3.Error as err:
+            if self.write_error is None:
+                self.write_error = f"cache {self.path} could not be written ({err}); not kept"
+
     def summaries(self, wanted: dict[str, str]) -> dict[str, bytes]:
         """Pickled summaries by relpath for the (relpath -> hash) pairs the cache holds."""
         if not wanted:
@@ -137,14 +176,22 @@ class Cache:
             rows = self.db.execute("SELECT path, hash, blob FROM summaries").fetchall()
         except sqlite3.DatabaseError:
             return {}
-        return {path: blob for path, digest, blob in rows if wanted.get(path) == digest}
+        out: dict[str, bytes] = {}
+        for path, digest, blob in rows:
+            if wanted.get(path) == digest:
+                payload = self._verified(f"summary\0{path}\0{digest}", blob)
+                if payload is not None:
+                    out[path] = payload
+        return out
 
     def store_summaries(self, items: list[tuple[str, str, bytes]]) -> None:
         """Store (relpath, hash, pickled summary) rows, replacing older versions of those paths."""
         if not items:
             return
-        with contextlib.suppress(sqlite3.DatabaseError), self.db:
-            self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", items)
+        sign = self.key.sign
+        rows = [(p, h, sign(f"summary\0{p}\0{h}", blob)) for p, h, blob in items]
+        with self._writing() as db:
+            db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", rows)
 
     def load_graph(self, fingerprint: str, prefix: str) -> tuple[object, dict[str, bytes]] | None:
         """(state, the parts whose names start with prefix) stored for fingerprint."""
@@ -152,7 +199,10 @@ class Cache:
             row = self.db.execute("SELECT blob FROM graph WHERE key = ?", (fingerprint,)).fetchone()
             if row is None:
                 return None
-            state = pickle.loads(row[0])
+            blob = self._verified(f"graph\0{fingerprint}", row[0])
+            if blob is None:
+                return None
+            state = pickle.loads(blob)
             parts = dict(self.graph_parts(prefix))
         except Exception:  # a damaged blob can raise almost anything from pickle.loads
             return None
@@ -162,15 +212,19 @@ class Cache:
         self, prefix: str, fingerprint: str | None = None
     ) -> Iterator[tuple[str, bytes]]:
         """The stored parts whose names start with prefix, one row at a time (none when
-        the graph stored is not that of fingerprint any more)."""
+        the graph stored is not that of fingerprint any more). A part that does not verify
+        is left out, as if it were missing."""
         if fingerprint is not None:
             row = self.db.execute("SELECT 1 FROM graph WHERE key = ?", (fingerprint,)).fetchone()
             if row is None:
                 return
         end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        yield from self.db.execute(
+        for name, stored in self.db.execute(
             "SELECT name, blob FROM graph_parts WHERE name >= ? AND name < ?", (prefix, end)
-        )
+        ):
+            payload = self._verified(f"part\0{name}", stored)
+            if payload is not None:
+                yield name, payload
 
     def store_graph(
         self, fingerprint: str, state: object, parts: Iterable[tuple[str, bytes]]
@@ -178,12 +232,18 @@ class Cache:
         """The graph's state (small, pickled here) and its parts (key, pickled blob), a row
         each, written as they come: one blob of it all would be copied twice more on the way
         in."""
-        blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-        with contextlib.suppress(sqlite3.DatabaseError), self.db:
-            self.db.execute("DELETE FROM graph")
-            self.db.execute("DELETE FROM graph_parts")
-            self.db.execute("INSERT INTO graph VALUES (?, ?)", (fingerprint, blob))
-            self.db.executemany("INSERT INTO graph_parts VALUES (?, ?)", parts)
+        blob = self.key.sign(
+            f"graph\0{fingerprint}", pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        )
+        sign = self.key.sign
+        with self._writing() as db:
+            db.execute("DELETE FROM graph")
+            db.execute("DELETE FROM graph_parts")
+            db.execute("INSERT INTO graph VALUES (?, ?)", (fingerprint, blob))
+            db.executemany(
+                "INSERT INTO graph_parts VALUES (?, ?)",
+                ((name, sign(f"part\0{name}", part)) for name, part in parts),
+            )
 
     def load_derived(self, name: str, fingerprint: str) -> bytes | None:
         """What a layer above stored for the graph of this fingerprint, if it is that one."""
@@ -193,13 +253,13 @@ class Cache:
             ).fetchone()
         except sqlite3.DatabaseError:
             return None
-        return row[0] if row else None
+        return self._verified(f"derived\0{name}\0{fingerprint}", row[0]) if row else None
 
     def store_derived(self, name: str, fingerprint: str, blob: bytes) -> None:
-        with contextlib.suppress(sqlite3.DatabaseError), self.db:
-            self.db.execute(
-                "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)", (name, fingerprint, blob)
-            )
+        signed = self.key.sign(f"derived\0{name}\0{fingerprint}", blob)
+        with self._writing() as db:
+            row = (name, fingerprint, signed)
+            db.execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?)", row)
 
     def close(self) -> None:
         self.db.close()

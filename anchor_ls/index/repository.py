@@ -149,6 +149,7 @@ class Index:
         fingerprint = self._fingerprint()
         if cache is not None:
             stored = cache.load_graph(fingerprint, _GRAPH)
+            self._note_cache(cache)
             if stored is not None and self._restore(*stored, fingerprint):
                 self._stats.from_cache = len(self._hashes)
                 self._stats.reparsed = 0
@@ -178,6 +179,7 @@ class Index:
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
             cache.store_graph(fingerprint, *self._snapshot())
+        self._note_cache(cache)
         self._built = fingerprint
         return self.stats()
 
@@ -199,6 +201,7 @@ class Index:
             if cache is None or self._built is None:
                 return False
             cache.store_derived(name, self._built, blob)
+            self._note_cache(cache)
             return True
 
     def _read(self, rel: str) -> bytes | None:
@@ -237,16 +240,24 @@ class Index:
         if not self._use_cache:
             return None
         if self._cache is None:
+            folder = self._cache_dir or self.root / ".anchor-ls"
             try:
                 folder = self._cache_dir or default_cache_dir(self.root)
                 self._cache = Cache(folder)
             except (OSError, sqlite3.Error) as err:  # nowhere to write: index without a cache
                 self._use_cache = False
-                self._problem(".anchor-ls", "cache", f"no cache ({err}); indexing without one")
+                self._problem(str(folder), "cache", f"no cache ({err}); indexing without one")
                 return None
-            if self._cache.warning:
-                self._problem(".anchor-ls", "cache", self._cache.warning)
         return self._cache
+
+    def _note_cache(self, cache: Cache | None) -> None:
+        """What the cache had to say since last asked (rebuilt, foreign rows ignored, a
+        failed write: full disk, read-only folder) becomes one problem of its folder."""
+        said = cache.take_problem() if cache is not None else None
+        if said and cache is not None:
+            old = self.problems.get(str(cache.folder))
+            message = f"{old.message}; {said}" if old and old.kind == "cache" else said
+            self._problem(str(cache.folder), "cache", message)
 
     def _fingerprint(self) -> str:
         h = hashlib.blake2b(digest_size=16)
