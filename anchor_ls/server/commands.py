@@ -133,7 +133,7 @@ def _python_codec(name: str) -> str:
 def _apply(folder: Folder, relpath: str, data: bytes, strip: bool) -> tuple[bytes, list[str]]:
     """The new bytes of one file, and why parts of it were left alone."""
     if strip:
-        result = tag_text.strip(data)
+        result = tag_text.strip(data, relpath)
         return result.text, [f"{relpath}:{line}: {msg}" for line, msg in result.damaged]
     graph = folder.graph
     if graph is None or folder.policy is None:

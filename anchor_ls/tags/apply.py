@@ -135,7 +135,7 @@ def render_file(
 ) -> text.Materialized:
     """materialize_file with its notes (skipped definitions, problems)."""
     blocks, names = file_blocks(graph, relpath, policy)
-    return text.materialize(source, blocks, names)
+    return text.materialize(source, blocks, names, path=relpath)
 
 
 def materialize_file(graph: Graph, relpath: str, source: bytes, policy: ResolvedPolicy) -> bytes:
@@ -151,7 +151,7 @@ def check_file(
 ) -> list[tuple[int, str]]:
     """Stale, malformed (and with require, missing) blocks of one file; [] when up to date."""
     blocks, names = file_blocks(graph, relpath, policy)
-    return text.check(source, blocks, names, require)
+    return text.check(source, blocks, names, require, path=relpath)
 
 
 # ----- trees ----------------------------------------------------------------
@@ -207,7 +207,11 @@ def tag_tree_in_place(index: IndexLike, policy: ResolvedPolicy) -> Report:
 
 
 def strip_tree(root: str | Path) -> Report:
-    """Remove every complete block from the Python files under root (or from one file)."""
+    """Remove every tag block from the Python files under root (or from one file).
+
+    A block's id may name its file by any trailing part of the file's path, so a
+    snapshot strips the same from its root or from any folder in it.
+    """
     report = Report("strip")
     root = Path(root)
     if root.is_symlink():
@@ -228,7 +232,7 @@ def strip_tree(root: str | Path) -> Report:
             continue
         if MARKER not in data:
             continue
-        result = text.strip(data)
+        result = text.strip(data, path.absolute().as_posix())
         for line, message in result.damaged:
             report.problem(relpath, line, message)
         if result.text == data:
