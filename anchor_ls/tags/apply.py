@@ -278,11 +278,13 @@ def export_snapshot(
     """Copy the tree to out_dir with tags in every indexed Python file.
 
     Symlinks are copied as links (never followed), `.git` is left out unless asked, and
-    nothing is written outside out_dir. Raises TagError for a refused run.
+    nothing is written outside out_dir. Raises TagError for a refused run: out_dir holds
+    the tree or is inside it (however spelled), exists as a file, or is not empty
+    without `force`.
     """
     root = Path(index.root).resolve()
-    out = Path(out_dir).absolute()
-    _refuse_bad_output(root, out, force)
+    out = Path(os.path.abspath(out_dir))
+    _refuse_bad_output(Path(index.root), out, force)
     out.mkdir(parents=True, exist_ok=True)
     out = out.resolve()
     report = Report("export", policy)
@@ -320,10 +322,22 @@ def export_snapshot(
     return report
 
 
+def refuse_output_in(root: str | Path, out_dir: str | Path) -> None:
+    """Raise TagError when out_dir holds the tree at root or lies inside it, as spelled or
+    resolved through symlinks (relative paths count from the working folder): a snapshot
+    never writes into a tree it copies or that an editor has open."""
+    out = Path(os.path.abspath(out_dir))
+    outs = {out, out.resolve()}
+    roots = {Path(os.path.abspath(root)), Path(root).resolve()}
+    shown = Path(root).resolve()
+    if any(r == o or r.is_relative_to(o) for r in roots for o in outs):
+        raise TagError(f"output folder {out} holds the source tree {shown}; choose another")
+    if any(o.is_relative_to(r) for r in roots for o in outs):
+        raise TagError(f"output folder {out} is inside the source tree {shown}; choose another")
+
+
 def _refuse_bad_output(root: Path, out: Path, force: bool) -> None:
-    resolved = out.resolve()
-    if resolved == root or root.is_relative_to(resolved):
-        raise TagError(f"output folder {out} holds the source tree {root}; choose another")
+    refuse_output_in(root, out)
     if out.exists() or out.is_symlink():
         if not out.is_dir():
             raise TagError(f"output {out} exists and is not a folder")
