@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+import encodings.aliases
 import re
 import warnings
+from collections.abc import Sequence
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,8 +14,8 @@ from hypothesis import strategies as st
 from anchor_ls.index.model import Entity
 from anchor_ls.syntax.source import declared_encoding
 from anchor_ls.tags.policy import TagField
-from anchor_ls.tags.render import LEGACY_DELIMITER, block_header, block_lines, field_line
-from anchor_ls.tags.scan import SourceError, layout, qualnames, split_lines
+from anchor_ls.tags.render import LEGACY_DELIMITER, MARKER, block_header, block_lines, field_line
+from anchor_ls.tags.scan import SourceError, ascii_compatible, layout, qualnames, split_lines
 from anchor_ls.tags.text import MODULE, check, materialize, strip
 
 _DEF = re.compile(r"[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
@@ -55,28 +58,90 @@ IDS = st.text(
 )
 
 
+# Lines that look like tag blocks but are not where tags go: the user's text, always kept.
+# `{path}` is the file's own id path, `{other}` another file's that ends like it.
+LOOKALIKES = [
+    "# === CodeAnchor my notes\n{i}# NOTE: mine\n{i}# ===\n{i}def f{n}(): pass",
+    "# === CodeAnchor {other}:f{n}\n{i}# CALLS: {path}:g\n{i}# ===\n{i}def f{n}(): pass",
+    "# === CodeAnchor {path}:elsewhere\n{i}# ===\n{i}@decorator\n{i}def f{n}(): pass",
+    "# === CodeAnchor {path}:f{n}\n{i}# ===\n{i}x = 1\n{i}def f{n}(): pass",
+    "# === CodeAnchor ===\n{i}# function {path}:elsewhere\n{i}# CALLS: x\n"
+    "{i}# === CodeAnchor ===\n{i}def f{n}(): pass",
+    "# === CodeAnchor {path}\n{i}# ===\n{i}y = 1",
+    "# === CodeAnchor notes\n{i}x = 1",
+    "s = '''\n# === CodeAnchor {path}:f{n}\n# ===\ndef f{n}(): pass\n'''",
+    's = f"""{"""\n# === CodeAnchor {path}:f{n}\n# ===\ndef f{n}(): pass\n"""}"""',
+    "s = rf'''{x:{'''\n# === CodeAnchor {path}:f{n}\n# ===\ndef f{n}(): pass\n'''}}'''",
+    "L = [\n# === CodeAnchor {path}\n# ===\n{i}1]",
+    "s = '\\u0041 \u4e2d \\u000a'",
+]
+BASIC = ["utf-8", "utf-8-sig", "latin-1", "cp1252"]
+LOOKALIKE_PATHS = st.sampled_from(["pkg/m.py", "m.py", "deep/er/pkg/m.py"])
+
+
+def _accepted(codec: str) -> bool:
+    """Whether CPython compiles a file that declares `codec`."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            source = f"# coding: {codec}\nx = 1\n".encode("ascii")
+            compile(source, "<codec>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, UnicodeError, LookupError):
+        return False
+    return True
+
+
+def _codecs() -> list[str]:
+    names = set(encodings.aliases.aliases.values()) | {"raw_unicode_escape", "unicode_escape"}
+    found = set()
+    for name in names:
+        try:
+            found.add(codecs.lookup(name).name)
+        except LookupError:
+            continue
+    return sorted(c for c in found if _accepted(c))
+
+
+ACCEPTED = _codecs()  # every codec of encodings.aliases that CPython takes for source
+
+
 @st.composite
-def sources(draw: st.DrawFn) -> tuple[bytes, str]:
-    encoding = draw(st.sampled_from(["utf-8", "utf-8-sig", "latin-1", "cp1252"]))
+def sources(
+    draw: st.DrawFn,
+    encodings: Sequence[str] = BASIC,
+    snippets: Sequence[str] = SNIPPETS,
+    path: str = "pkg/m.py",
+    first: str | None = None,
+) -> tuple[bytes, str]:
+    encoding = draw(st.sampled_from(encodings))
     head: list[str] = []
     if draw(st.booleans()):
         head.append("#!/usr/bin/env python")
     if encoding not in ("utf-8", "utf-8-sig") or draw(st.booleans()):
         head.append(f"# -*- coding: {encoding if encoding != 'utf-8-sig' else 'utf-8'} -*-")
-    body = []
+    body = [first] if first is not None else []
     for _ in range(draw(st.integers(0, 25))):
         indent = draw(st.sampled_from(INDENTS))
-        snippet = draw(st.sampled_from(SNIPPETS)).replace("{n}", str(len(body)))
+        snippet = draw(st.sampled_from(snippets)).replace("{n}", str(len(body)))
+        snippet = snippet.replace("{path}", path).replace("{other}", "other/" + path)
         body.append(indent + snippet.replace("{i}", indent))
     lines = "\n".join(head + body).split("\n")
     eols = [draw(st.sampled_from(EOLS)) for _ in lines]
     if draw(st.booleans()):
         eols[-1] = ""
-    text = "".join(c + e for c, e in zip(lines, eols, strict=True))
-    data = text.encode(encoding if encoding != "utf-8-sig" else "utf-8", "replace")
+    codec = encoding if encoding != "utf-8-sig" else "utf-8"
+    data = b"".join(_encoded(c, codec) + e.encode() for c, e in zip(lines, eols, strict=True))
     if encoding == "utf-8-sig":
         data = b"\xef\xbb\xbf" + data
     return data, encoding
+
+
+def _encoded(line: str, codec: str) -> bytes:
+    """A line in `codec`, line by line as editors write files (ASCII where it cannot)."""
+    try:
+        return line.encode(codec, "replace")
+    except UnicodeError:  # codecs without "replace" (idna)
+        return line.encode("ascii", "replace")
 
 
 PATHS = st.one_of(st.just("pkg/m.py"), IDS.map(lambda i: f"{i}.py"))
@@ -258,3 +323,51 @@ def test_blocks_of_the_first_format_strip_and_are_replaced(data: st.DataObject) 
     )
     assert replaced.removed == old.inserted
     assert replaced.text == fresh.text
+
+
+@SETTINGS
+@given(st.data())
+def test_user_lookalike_blocks_are_never_stripped_reported_or_replaced(
+    data: st.DataObject,
+) -> None:
+    path = data.draw(LOOKALIKE_PATHS)
+    snippets = [*SNIPPETS, *LOOKALIKES, *LOOKALIKES]
+    source, _encoding = data.draw(sources(snippets=snippets, path=path, first="x = 0"))
+    result = strip(source, path)
+    assert result.text == source
+    assert result.damaged == [] and result.removed == 0
+    assert check(source, {}, {}, path=path) == []
+    blocks, names = data.draw(requests(source, path))
+    tagged = materialize(source, blocks, names, path=path)
+    assert strip(tagged.text, path).text == source
+
+
+@SETTINGS
+@given(st.data())
+def test_every_encoding_python_accepts_round_trips_or_is_left_alone(data: st.DataObject) -> None:
+    path = data.draw(LOOKALIKE_PATHS)
+    snippets = [*SNIPPETS, *LOOKALIKES]
+    source, _codec = data.draw(
+        sources(encodings=ACCEPTED, snippets=snippets, path=path, first="x = 0")
+    )
+    blocks, names = data.draw(requests(source, path))
+    result = materialize(source, blocks, names, path=path)
+    stripped = strip(source, path)
+    assert stripped.text == source  # only the user's lookalikes in it
+    try:
+        layout(split_lines(source))
+    except SourceError:
+        assert result.text == source and result.problems
+        if MARKER in source:
+            assert [line for line, _ in stripped.damaged] == [0]
+        return
+    assert stripped.damaged == []
+    assert strip(result.text, path).text == source
+
+
+def test_the_encodings_tags_read_and_the_ones_they_refuse() -> None:
+    for codec in ("utf-7", "shift_jis_2004", "shift_jisx0213", "unicode-escape"):
+        assert codec in ACCEPTED and not ascii_compatible(codec)
+    for codec in ("utf-8", "iso8859-1", "cp1252", "shift_jis", "gb18030", "big5", "euc_jp"):
+        assert codec in ACCEPTED and ascii_compatible(codec)
+    assert "raw-unicode-escape" in ACCEPTED and "utf-16" not in ACCEPTED
