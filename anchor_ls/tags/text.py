@@ -119,7 +119,7 @@ class _Ids:
     """The ids that name one file and its definitions, as bytes a block of it would hold."""
 
     def __init__(self, path: str, encoding: str, lay: Layout) -> None:
-        parts = path.replace("\\", "/").split("/")
+        parts = path.split("/")
         self._paths = [self._bytes("/".join(parts[k:]), encoding) for k in range(len(parts))]
         self._encoding = encoding
         self._lay = lay
