@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.tags import files
+from anchor_ls.tags.apply import strip_tree
 from anchor_ls.tags.files import ChangedOnDisk, atomic_rewrite
 
 OLD = b"def f():\n    pass\n"
@@ -61,5 +62,18 @@ def test_a_file_changed_before_the_write_is_left_alone(tmp_path: Path) -> None:
     path.write_bytes(SAVED)
     with pytest.raises(ChangedOnDisk):
         atomic_rewrite(path, NEW, OLD)
+    assert path.read_bytes() == SAVED
+    assert _leftovers(tmp_path) == []
+
+
+def test_strip_reports_a_file_an_editor_saved_during_the_write_and_keeps_the_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.py"
+    path.write_bytes(NEW)
+    monkeypatch.setattr(files, "_before_swap", _save_by_rename)
+    report = strip_tree(tmp_path)
+    assert report.changed == []
+    assert report.problems == ["m.py: changed while stripping; left as is"]
     assert path.read_bytes() == SAVED
     assert _leftovers(tmp_path) == []
