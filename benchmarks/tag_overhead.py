@@ -102,7 +102,7 @@ def measure(
 def count_parts(parts: Counter[str], tagged: bytes, relpath: str) -> None:
     """Add the bytes of each kind of block line (indentation and line ends apart)."""
     eol = len(text.split_lines(tagged).eol)
-    for block in text.strip(tagged).blocks:
+    for block in text.strip(tagged, relpath).blocks:
         for line in block.lines:
             body = line.lstrip(b" \t\f")
             parts["indentation"] += len(line) - len(body)

@@ -227,14 +227,33 @@ def test_export_refuses_to_write_over_the_source_tree(odd_tree: Path, tmp_path: 
     assert snapshot(odd_tree) == before
 
 
-def test_export_into_a_folder_inside_the_tree_does_not_copy_itself(
+def test_export_refuses_an_output_folder_inside_the_tree_however_spelled(
     odd_tree: Path, tmp_path: Path
 ) -> None:
     index = indexed(odd_tree, tmp_path / "c")
-    out = odd_tree / "tagged"
-    export_snapshot(index, out, TOPO)
-    assert not (out / "tagged").exists()
-    assert (out / "pkg/models.py").exists()
+    (tmp_path / "alias").symlink_to(odd_tree / "pkg", target_is_directory=True)
+    before = snapshot(odd_tree)
+    for out in (
+        odd_tree / "tagged",
+        odd_tree / "pkg",  # an existing folder of the tree, even with force
+        tmp_path / "alias" / "snap",  # through a symlink into the tree
+        odd_tree / "link_out" / "snap",  # below the tree as spelled
+        Path(os.path.relpath(odd_tree / "empty")),  # relative to the working folder
+    ):
+        with pytest.raises(TagError, match="inside the source tree"):
+            export_snapshot(index, out, TOPO, force=True)
+    assert snapshot(odd_tree) == before
+
+
+def test_cli_tag_out_dot_inside_the_tree_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tree(tmp_path / "repo")
+    before = snapshot(root)
+    monkeypatch.chdir(root / "pkg")
+    assert main(["tag", str(root), "--out", ".", "--cache", str(tmp_path / "c")]) == 2
+    assert "inside the source tree" in capsys.readouterr().err
+    assert snapshot(root) == before
 
 
 def test_stripping_an_edited_snapshot_leaves_exactly_the_agent_patch(
@@ -305,6 +324,26 @@ def test_check_reports_a_damaged_block(tmp_path: Path) -> None:
     assert any(p.startswith("pkg/models.py:") and "not" in p for p in report.problems)
     again = strip_tree(root)
     assert again.exit_code == 1 and any("pkg/models.py" in p for p in again.problems)
+
+
+# ----- the user's own lookalike blocks ----------------------------------------------
+
+NOTES = b"# === CodeAnchor my notes\n# NOTE: mine\n# ===\n"
+
+
+def test_hand_written_blocks_survive_tag_strip_and_check(tmp_path: Path) -> None:
+    models = FILES["pkg/models.py"].replace(b"class Base:", NOTES + b"class Base:")
+    root = make_tree(tmp_path / "repo", FILES | {"pkg/models.py": models})
+    never_tagged = contents(root)
+    stripped = strip_tree(root)
+    assert stripped.ok and stripped.changed == [] and contents(root) == never_tagged
+    assert check_tree(indexed(root, tmp_path / "c"), TOPO).ok
+    tagged = tag_tree_in_place(indexed(root, tmp_path / "c"), TOPO)
+    assert tagged.ok and "pkg/models.py" in tagged.changed
+    assert NOTES in (root / "pkg/models.py").read_bytes()
+    assert check_tree(indexed(root, tmp_path / "c"), TOPO, require=True).ok
+    strip_tree(root / "pkg")  # from a folder below the root: ids still name their files
+    assert contents(root) == never_tagged
 
 
 # ----- command line -------------------------------------------------------------------

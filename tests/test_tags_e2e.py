@@ -139,7 +139,7 @@ def test_stdlib_package_round_trip_with_the_real_index(package: str, tmp_path: P
     assert tagged.keys() == original.keys()
     for rel, data in tagged.items():
         if rel.endswith(".py"):
-            assert strip(data).text == original[rel]
+            assert strip(data, rel).text == original[rel]
             before = compile_quietly(original[rel], rel)
             after = compile_quietly(data, rel)
             assert after.co_code == before.co_code  # type: ignore[attr-defined]

@@ -66,22 +66,28 @@ def _block(relpath: str, kind: str, qualname: str, line: int) -> list[str]:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _definitions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
-    """Every def and class: they are statements, so walking statement lists finds them all."""
+def _definitions(
+    tree: ast.Module,
+) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, str]]:
+    """Every def and class with its qualified name (enclosing defs and classes, dotted):
+    they are statements, so walking statement lists finds them all."""
     found = []
-    todo: list[list[ast.stmt]] = [tree.body]
+    todo: list[tuple[list[ast.stmt], str]] = [(tree.body, "")]
     while todo:
-        for stmt in todo.pop():
+        body, outer = todo.pop()
+        for stmt in body:
+            inside = outer
             if isinstance(stmt, _DEFS):
-                found.append(stmt)
+                inside = f"{outer}.{stmt.name}" if outer else stmt.name
+                found.append((stmt, inside))
             for name in ("body", "orelse", "finalbody"):
                 inner = getattr(stmt, name, None)
                 if inner:
-                    todo.append(inner)
+                    todo.append((inner, inside if name == "body" else outer))
             for handler in getattr(stmt, "handlers", ()):
-                todo.append(handler.body)
+                todo.append((handler.body, outer))
             for case in getattr(stmt, "cases", ()):
-                todo.append(case.body)
+                todo.append((case.body, outer))
     return found
 
 
@@ -101,9 +107,9 @@ def _requests(
                 blocks[i] = _block(relpath, "function", m.group(1).decode(), i)
                 names[i] = m.group(1).decode()
         return blocks, names, None
-    for node in _definitions(tree):
+    for node, qualname in _definitions(tree):
         kind = "class" if isinstance(node, ast.ClassDef) else "function"
-        blocks[node.lineno] = _block(relpath, kind, node.name, node.lineno)
+        blocks[node.lineno] = _block(relpath, kind, qualname, node.lineno)
         names[node.lineno] = node.name
     return blocks, names, tree
 
@@ -155,8 +161,8 @@ def examine(path: Path) -> Outcome:
     data = path.read_bytes()
     relpath = path.relative_to(STDLIB).as_posix()
     blocks, names, tree = _requests(relpath, data)
-    result = materialize(data, blocks, names)
-    back = strip(result.text)
+    result = materialize(data, blocks, names, path=relpath)
+    back = strip(result.text, relpath)
     # A tree that parsed can still fail to compile (a misplaced __future__ import...).
     before = _compile(tree) if tree is not None else _compile(data)
     after = _compile(result.text)
@@ -166,6 +172,7 @@ def examine(path: Path) -> Outcome:
         result.text,
         {moved[k]: v for k, v in blocks.items()},
         {moved[k]: v for k, v in names.items()},
+        path=relpath,
     )
     return Outcome(
         relpath,

@@ -40,10 +40,10 @@ def lines_of(data: bytes) -> list[bytes]:
     return re.split(rb"(?<=\r\n)|(?<=\n)(?<!\r\n)|(?<=\r)(?!\n)", data)
 
 
-def tag(source: bytes, blocks: dict, names: dict | None = None) -> bytes:
-    result = materialize(source, blocks, names)
+def tag(source: bytes, blocks: dict, names: dict | None = None, path: str = "m.py") -> bytes:
+    result = materialize(source, blocks, names, path=path)
     assert result.problems == []
-    assert strip(result.text).text == source  # every test also checks the round trip
+    assert strip(result.text, path).text == source  # every test also checks the round trip
     return result.text
 
 
@@ -93,7 +93,7 @@ def test_module_block_after_a_utf8_bom_keeps_the_bom_first() -> None:
 
 
 def test_a_file_that_is_only_a_shebang_without_line_end_gets_no_module_block() -> None:
-    result = materialize(b"#!/usr/bin/python", {MODULE: MOD})
+    result = materialize(b"#!/usr/bin/python", {MODULE: MOD}, path="m.py")
     assert result.text == b"#!/usr/bin/python"
     assert result.inserted == 0
 
@@ -101,7 +101,7 @@ def test_a_file_that_is_only_a_shebang_without_line_end_gets_no_module_block() -
 def test_empty_file_gets_a_module_block_and_strips_back_to_empty() -> None:
     out = tag(b"", {MODULE: MOD})
     assert out.count(OPEN_B) == 1 and out.endswith(b"\n# ===\n")
-    assert strip(out).text == b""
+    assert strip(out, "m.py").text == b""
 
 
 def test_definition_block_goes_above_the_first_decorator_with_its_indentation() -> None:
@@ -146,7 +146,7 @@ def test_async_def_and_form_feed_indentation() -> None:
     ],
 )
 def test_no_block_where_no_definition_starts_the_line(source: bytes, line: int) -> None:
-    result = materialize(source, {line: F}, {line: "f"})
+    result = materialize(source, {line: F}, {line: "f"}, path="m.py")
     assert result.text == source
     assert result.inserted == 0
     assert result.skipped and result.skipped[0][0] == line
@@ -159,7 +159,7 @@ def test_one_liner_class_at_line_start_gets_a_block() -> None:
 
 def test_names_are_compared_after_nfkc_normalisation() -> None:
     source = "def ﬁle():\n    pass\n".encode()  # the parser reads the name as "file"
-    out = tag(source, {1: F}, {1: "file"})
+    out = tag(source, {1: blk("function", "m.py:file")}, {1: "file"})
     assert out.count(OPEN_B) == 1
 
 
@@ -212,14 +212,14 @@ def test_utf8_file_with_undecodable_bytes_is_tagged_around_them() -> None:
 
 def test_an_encoding_that_is_not_ascii_compatible_is_left_alone() -> None:
     source = b"# coding: utf-16\ndef f(): pass\n"
-    result = materialize(source, {2: F}, {2: "f"})
+    result = materialize(source, {2: F}, {2: "f"}, path="m.py")
     assert result.text == source
     assert result.problems and "ASCII" in result.problems[0][1]
 
 
 def test_control_characters_in_ids_cannot_split_a_block() -> None:
     weird = blk("module", "we\nird\r.py\x00", IMPORTED_BY=("x\u2028y.py",))
-    out = tag(b"pass\n", {MODULE: weird})
+    out = tag(b"pass\n", {MODULE: weird}, path="we\nird\r.py\x00")
     assert b"# === CodeAnchor we\\nird\\r.py\\x00\n" in out
     assert b"x\\u2028y.py" in out
     compile(out, "m.py", "exec")
@@ -227,15 +227,15 @@ def test_control_characters_in_ids_cannot_split_a_block() -> None:
 
 def test_ids_with_odd_spaces_still_make_a_block() -> None:
     odd = blk("function", " sp ace.py:f", CALLED_BY=("a.py:g",))
-    out = tag(b"def f(): pass\n", {1: odd}, {1: "f"})
+    out = tag(b"def f(): pass\n", {1: odd}, {1: "f"}, path=" sp ace.py")
     assert out.startswith(b"# === CodeAnchor  sp ace.py:f\n")
-    assert strip(out).blocks[0].header == " sp ace.py:f"
+    assert strip(out, " sp ace.py").blocks[0].header == " sp ace.py:f"
 
 
 def test_a_module_id_that_reads_as_a_coding_line_is_not_written() -> None:
     odd = blk("module", "coding=latin1.py", CHILDREN=("x",))
     source = b"x = '\xc3\xa9'\n"
-    result = materialize(source, {MODULE: odd})
+    result = materialize(source, {MODULE: odd}, path="coding=latin1.py")
     assert result.text == source
     assert "coding line" in result.problems[0][1]
 
@@ -255,7 +255,8 @@ def test_future_imports_docstrings_and_continuations_survive() -> None:
         b'        """Method doc."""\n'
         b"        return self\n"
     )
-    out = tag(source, {MODULE: MOD, 5: CLS, 7: METH}, {5: "C", 7: "f"})
+    method = blk("method", "m.py:C.f", CALLED_BY=("a.py:main",))
+    out = tag(source, {MODULE: MOD, 5: CLS, 7: method}, {5: "C", 7: "f"})
     code = compile(out, "m.py", "exec", dont_inherit=True)
     assert code.co_flags & 0x1000000  # CO_FUTURE_ANNOTATIONS
     tree = ast.parse(out)
@@ -273,7 +274,7 @@ def test_future_imports_docstrings_and_continuations_survive() -> None:
 def test_strip_leaves_blocks_inside_strings_alone() -> None:
     doc = "\n".join(blk("function", "m.py:f", CALLS=("m.py:g",))).encode()
     source = b'EXAMPLE = """\n' + doc + b'\n"""\n'
-    result = strip(source)
+    result = strip(source, "m.py")
     assert result.text == source
     assert result.damaged == []
 
@@ -283,17 +284,25 @@ def test_strip_leaves_blocks_inside_strings_alone() -> None:
     [
         b"# === CodeAnchor ===\nx = 1\n# module notes: this is not a block\n# CALLS: nothing\n",
         b"# === CodeAnchor notes\nx = 1\n",  # an opening line without its closing line
+        b"# === CodeAnchor m.py:g\n# ===\ndef f(): pass\n",  # another definition's id
     ],
 )
 def test_strip_leaves_similar_user_comments_alone(source: bytes) -> None:
-    result = strip(source)
+    result = strip(source, "m.py")
     assert result.text == source
-    assert result.damaged == [(1, result.damaged[0][1])]  # a lone opening line is reported
+    assert result.damaged == []  # they name nothing of this file: not damaged tags either
+
+
+def test_a_lone_opening_line_naming_this_file_is_reported_as_damaged() -> None:
+    source = b"# === CodeAnchor m.py:f\nx = 1\ndef f(): pass\n"
+    result = strip(source, "m.py")
+    assert result.text == source
+    assert result.damaged == [(1, result.damaged[0][1])]
 
 
 def test_a_lone_closing_line_or_field_line_is_a_plain_comment() -> None:
     source = b"# ===\nx = 1\n# CALLS: nothing\n# ===\ndef f(): pass\n"
-    result = strip(source)
+    result = strip(source, "m.py")
     assert result.text == source and result.damaged == []
 
 
@@ -311,26 +320,26 @@ def test_damaged_blocks_are_reported_and_left_as_they_are(damage, line: int) -> 
     source = b"def f():\n    pass\n"
     tagged = tag(source, {1: F}, {1: "f"})
     broken = b"".join(damage(lines_of(tagged)))
-    result = strip(broken)
+    result = strip(broken, "m.py")
     assert result.text == broken
     assert result.damaged and result.damaged[0][0] == line
-    again = materialize(broken, {1: F}, {1: "f"})
+    again = materialize(broken, {1: F}, {1: "f"}, path="m.py")
     assert again.text == broken and again.problems  # materialize refuses too
 
 
 def test_a_block_whose_opening_line_was_deleted_leaves_plain_comments() -> None:
     source = b"def f():\n    pass\n"
     orphan = b"".join(lines_of(tag(source, {1: F}, {1: "f"}))[1:])
-    assert strip(orphan).text == orphan and strip(orphan).damaged == []
-    again = materialize(orphan, {3: F}, {3: "f"})
-    assert strip(again.text).text == orphan
+    assert strip(orphan, "m.py").text == orphan and strip(orphan, "m.py").damaged == []
+    again = materialize(orphan, {3: F}, {3: "f"}, path="m.py")
+    assert strip(again.text, "m.py").text == orphan
 
 
 def test_a_block_left_open_in_an_unterminated_string_is_reported() -> None:
     source = b"def f():\n    pass\n"
     tagged = tag(source, {1: F}, {1: "f"})
     broken = b'x = """\n' + tagged
-    result = strip(broken)
+    result = strip(broken, "m.py")
     assert result.text == broken
     assert "string" in result.damaged[0][1]
 
@@ -362,7 +371,7 @@ def test_strip_keeps_every_agent_edit() -> None:
             b"        return f(1)\n", b"        return f(1)\n\n    def new(self):\n        pass\n"
         )
     )
-    result = strip(edited)
+    result = strip(edited, "m.py")
     assert result.damaged == []
     assert result.text == expected
 
@@ -372,7 +381,7 @@ def test_strip_after_the_agent_deleted_a_function_with_its_block() -> None:
     tagged = tag(original, {1: F, 4: G}, {1: "f", 4: "g"})
     start = tagged.index(b"# === CodeAnchor m.py:g\n")
     edited = tagged[:start]  # g and its block are gone
-    assert strip(edited).text == b"def f():\n    pass\n\n"
+    assert strip(edited, "m.py").text == b"def f():\n    pass\n\n"
 
 
 # ----- materialize twice, refresh ------------------------------------------------
@@ -383,17 +392,17 @@ def test_materialize_refreshes_old_blocks_and_is_idempotent() -> None:
     first = tag(source, {1: F, 4: G}, {1: "f", 4: "g"})
     # In the tagged text the definitions sit 3 and 6 lines lower.
     newer = blk("function", "m.py:f", CALLED_BY=("m.py:g", "z.py:h"))
-    second = materialize(first, {4: newer, 10: G}, {4: "f", 10: "g"})
+    second = materialize(first, {4: newer, 10: G}, {4: "f", 10: "g"}, path="m.py")
     assert second.removed == 2 and second.inserted == 2
     assert b"# CALLED_BY: :g, z.py:h\n" in second.text
-    assert strip(second.text).text == source
-    third = materialize(second.text, {4: newer, 10: G}, {4: "f", 10: "g"})
+    assert strip(second.text, "m.py").text == source
+    third = materialize(second.text, {4: newer, 10: G}, {4: "f", 10: "g"}, path="m.py")
     assert third.text == second.text
 
 
 def test_an_empty_request_strips_everything() -> None:
     tagged = tag(b"def f(): pass\n", {1: F}, {1: "f"})
-    result = materialize(tagged, {})
+    result = materialize(tagged, {}, path="m.py")
     assert result.text == b"def f(): pass\n"
     assert result.removed == 1
 
@@ -404,39 +413,41 @@ def test_an_empty_request_strips_everything() -> None:
 def test_check_passes_fresh_tags_and_untagged_files() -> None:
     source = b"def f():\n    pass\n"
     tagged = tag(source, {1: F}, {1: "f"})
-    assert check(tagged, {4: F}, {4: "f"}) == []
-    assert check(source, {1: F}, {1: "f"}) == []  # no blocks present, none required
+    assert check(tagged, {4: F}, {4: "f"}, path="m.py") == []
+    assert check(source, {1: F}, {1: "f"}, path="m.py") == []  # no blocks present, none required
 
 
 def test_check_finds_stale_malformed_and_missing_blocks() -> None:
     source = b"def f():\n    pass\n\ndef g():\n    f()\n"
     tagged = tag(source, {1: F}, {1: "f"})
     stale = blk("function", "m.py:f", CALLED_BY=("m.py:g",))
-    findings = check(tagged, {4: stale, 7: G}, {4: "f", 7: "g"}, require=True)
+    findings = check(tagged, {4: stale, 7: G}, {4: "f", 7: "g"}, require=True, path="m.py")
     assert findings == [(1, "stale: m.py:f"), (7, "missing: m.py:g")]
-    assert check(tagged, {4: stale, 7: G}, {4: "f", 7: "g"}) == [(1, "stale: m.py:f")]
+    assert check(tagged, {4: stale, 7: G}, {4: "f", 7: "g"}, path="m.py") == [(1, "stale: m.py:f")]
     broken = tagged.replace(b"# ===\ndef", b"def")
-    assert check(broken, {}, {})[0][0] == 1
+    assert check(broken, {}, {}, path="m.py")[0][0] == 1
 
 
 def test_check_flags_a_block_that_moved_or_is_no_longer_due() -> None:
     source = b"def f():\n    pass\n"
     tagged = tag(source, {1: F}, {1: "f"})
-    assert check(tagged, {}, {}) == [(1, "stale (no block is due here): m.py:f")]
+    assert check(tagged, {}, {}, path="m.py") == [(1, "stale (no block is due here): m.py:f")]
+    # A block no longer directly above its definition is the user's text, and f lacks one.
     moved = tagged.replace(b"def f():\n    pass\n", b"x = 1\ndef f():\n    pass\n")
-    assert check(moved, {5: F}, {5: "f"}) != []
+    assert check(moved, {5: F}, {5: "f"}, path="m.py") == []
+    assert check(moved, {5: F}, {5: "f"}, require=True, path="m.py") == [(5, "missing: m.py:f")]
 
 
 def test_check_notices_a_changed_line_end() -> None:
     tagged = tag(b"def f():\r\n    pass\r\n", {1: F}, {1: "f"})
-    assert check(tagged, {4: F}, {4: "f"}) == []
+    assert check(tagged, {4: F}, {4: "f"}, path="m.py") == []
     crlf_block_as_lf = tagged.replace(b"m.py:f\r\n", b"m.py:f\n", 1)
-    assert check(crlf_block_as_lf, {4: F}, {4: "f"}) != []
+    assert check(crlf_block_as_lf, {4: F}, {4: "f"}, path="m.py") != []
 
 
 def test_no_block_between_a_misindented_decorator_and_its_def() -> None:
     source = b"@deco\n  def f():\n    pass\n"  # does not compile; must not get worse
-    result = materialize(source, {2: F}, {2: "f"})
+    result = materialize(source, {2: F}, {2: "f"}, path="m.py")
     assert result.text == source
 
 
@@ -456,7 +467,7 @@ def with_legacy_blocks() -> bytes:
 
 
 def test_strip_removes_blocks_of_the_first_format_byte_for_byte() -> None:
-    result = strip(with_legacy_blocks())
+    result = strip(with_legacy_blocks(), "m.py")
     assert result.text == LEGACY_SOURCE
     assert result.damaged == [] and result.removed == 3
     assert [b.header for b in result.blocks] == ["m.py", "m.py:C", "m.py:C.run"]
@@ -465,40 +476,44 @@ def test_strip_removes_blocks_of_the_first_format_byte_for_byte() -> None:
 def test_materialize_replaces_blocks_of_the_first_format() -> None:
     old = with_legacy_blocks()
     lines = {9: CLS, 15: METH}  # where C and run are in the text with the old blocks
-    result = materialize(old, {MODULE: MOD} | lines, {9: "C", 15: "run"})
+    result = materialize(old, {MODULE: MOD} | lines, {9: "C", 15: "run"}, path="m.py")
     assert result.removed == 3 and result.inserted == 3 and result.problems == []
     assert LEGACY_DELIMITER.encode() not in result.text
     assert b"\t# === CodeAnchor m.py:C.run\r\n\t# CALLED_BY: a.py:main\r\n\t# ===\r\n" in (
         result.text
     )
-    assert strip(result.text).text == LEGACY_SOURCE
+    assert strip(result.text, "m.py").text == LEGACY_SOURCE
 
 
 def test_check_calls_blocks_of_the_first_format_stale_but_not_missing() -> None:
     old = with_legacy_blocks()
-    findings = check(old, {9: CLS}, {9: "C"}, require=True)
+    findings = check(old, {9: CLS}, {9: "C"}, require=True, path="m.py")
     assert (5, "stale: m.py:C") in findings
     assert not any("missing" in message for _, message in findings)
 
 
 def test_damaged_blocks_of_the_first_format_are_still_reported() -> None:
     block = legacy("function", "m.py:f", CALLED_BY=("a.py:g",))
-    for broken in (block[:-1], [block[0], *block[2:]]):  # closing line, header deleted
-        source = ("\n".join(broken) + "\ndef f(): pass\n").encode()
-        result = strip(source)
-        assert result.text == source and result.damaged[0][0] == 1
+    source = ("\n".join(block[:-1]) + "\ndef f(): pass\n").encode()  # closing line deleted
+    result = strip(source, "m.py")
+    assert result.text == source and result.damaged[0][0] == 1
+    # Without its header nothing says whose block it was: the user's comments now.
+    source = ("\n".join([block[0], *block[2:]]) + "\ndef f(): pass\n").encode()
+    result = strip(source, "m.py")
+    assert result.text == source and result.damaged == []
 
 
 def test_prose_about_the_first_format_opens_no_block() -> None:
     source = b"# === CodeAnchor === is how blocks used to open\n# ===\nx = 1\n"
-    result = strip(source)
+    result = strip(source, "m.py")
     assert result.text == source and result.damaged == [] and result.removed == 0
 
 
 def test_a_file_whose_name_starts_with_an_equals_sign_is_tagged_and_stripped() -> None:
     # "=.py" is a legal file name; only the first format's delimiter (an id "===") is not
     source = b"def run():\n    pass\n"
-    tagged = materialize(source, {1: ["# === CodeAnchor =.py:run", "# CALLS: a.py:b", "# ==="]})
+    block = ["# === CodeAnchor =.py:run", "# CALLS: a.py:b", "# ==="]
+    tagged = materialize(source, {1: block}, path="=.py")
     assert tagged.problems == [] and tagged.inserted == 1
     assert b"# === CodeAnchor =.py:run\n" in tagged.text
-    assert strip(tagged.text).text == source
+    assert strip(tagged.text, "=.py").text == source

@@ -7,6 +7,7 @@ against text it no longer has.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ EXPORT = "anchor.export"
 REINDEX = "anchor.reindex"
 STATS = "anchor.stats"
 STATS_WAIT = 0.05  # seconds a stats request waits for a busy indexer
+_LINE_BREAK = re.compile("\r\n|\r|\n")
 
 
 def _one_object(args: tuple[Any, ...], command: str, usage: str) -> dict[str, Any]:
@@ -98,7 +100,11 @@ def _transform(
         if t.buffer is not None:
             enc = _python_codec(declared_encoding(t.buffer.encode("utf-8", "surrogatepass")))
             old_text = t.buffer
-            data = old_text.encode(enc, errors="surrogateescape")
+            try:
+                data = old_text.encode(enc, errors="surrogateescape")
+            except UnicodeEncodeError as err:  # the file could not be saved as it is either
+                skipped.append(f"{t.relpath}: {_unwritable(old_text, err)}")
+                continue
         else:
             try:
                 data = (t.folder.root / t.relpath).read_bytes()
@@ -126,6 +132,18 @@ def _transform(
     return edits, skipped
 
 
+def _unwritable(text: str, err: UnicodeEncodeError) -> str:
+    """Which character of an unsaved buffer its declared encoding cannot hold, and where."""
+    before = text[: err.start]
+    line = len(_LINE_BREAK.split(before))
+    column = len(_LINE_BREAK.split(before)[-1]) + 1
+    char = text[err.start]
+    return (
+        f"line {line}, column {column}: character {char!r} (U+{ord(char):04X}) cannot be "
+        f"written in the file's encoding {err.encoding}; nothing was changed"
+    )
+
+
 def _python_codec(name: str) -> str:
     return "utf-8" if name == "utf-8-sig" else name
 
@@ -133,7 +151,7 @@ def _python_codec(name: str) -> str:
 def _apply(folder: Folder, relpath: str, data: bytes, strip: bool) -> tuple[bytes, list[str]]:
     """The new bytes of one file, and why parts of it were left alone."""
     if strip:
-        result = tag_text.strip(data)
+        result = tag_text.strip(data, relpath)
         return result.text, [f"{relpath}:{line}: {msg}" for line, msg in result.damaged]
     graph = folder.graph
     if graph is None or folder.policy is None:
@@ -214,14 +232,24 @@ async def _export_command(ls: AnchorServer, args: tuple[Any, ...]) -> dict[str, 
     if not ls.folders:
         raise JsonRpcInvalidParams(message=f"{EXPORT}: no workspace folder is open")
     base = Path(to_fs_path(out) or out) if out.startswith("file:") else Path(out).expanduser()
-    if not base.is_absolute():
-        base = ls.folders[0].root / base
+    if not base.is_absolute():  # the server's working folder means nothing to its user
+        raise JsonRpcInvalidParams(
+            message=f'{EXPORT}: "out" must be an absolute path or a file: URI, not {out!r}'
+        )
+    targets = {f.root: base if len(ls.folders) == 1 else base / f.root.name for f in ls.folders}
+    try:
+        for target in targets.values():
+            for folder in ls.folders:  # never into any open workspace folder
+                tag_apply.refuse_output_in(folder.root, target)
+    except tag_apply.TagError as exc:
+        ls.tell_user(f"{EXPORT}: {exc}")
+        return {"ok": False, "out": str(base), "reason": str(exc)}
     await ls.flush_all()  # unsaved edits still waiting for their debounce count
     results = []
     for folder in ls.folders:
         if folder.state != READY:
             raise JsonRpcInvalidParams(message=f"{EXPORT}: {folder.root} is still being indexed")
-        target = base if len(ls.folders) == 1 else base / folder.root.name
+        target = targets[folder.root]
         progress = WorkProgress(ls, f"anchor-ls: Exporting {folder.root.name}")
         await progress.begin(str(target))
         try:

@@ -135,7 +135,7 @@ def render_file(
 ) -> text.Materialized:
     """materialize_file with its notes (skipped definitions, problems)."""
     blocks, names = file_blocks(graph, relpath, policy)
-    return text.materialize(source, blocks, names)
+    return text.materialize(source, blocks, names, path=relpath)
 
 
 def materialize_file(graph: Graph, relpath: str, source: bytes, policy: ResolvedPolicy) -> bytes:
@@ -151,7 +151,7 @@ def check_file(
 ) -> list[tuple[int, str]]:
     """Stale, malformed (and with require, missing) blocks of one file; [] when up to date."""
     blocks, names = file_blocks(graph, relpath, policy)
-    return text.check(source, blocks, names, require)
+    return text.check(source, blocks, names, require, path=relpath)
 
 
 # ----- trees ----------------------------------------------------------------
@@ -207,7 +207,11 @@ def tag_tree_in_place(index: IndexLike, policy: ResolvedPolicy) -> Report:
 
 
 def strip_tree(root: str | Path) -> Report:
-    """Remove every complete block from the Python files under root (or from one file)."""
+    """Remove every tag block from the Python files under root (or from one file).
+
+    A block's id may name its file by any trailing part of the file's path, so a
+    snapshot strips the same from its root or from any folder in it.
+    """
     report = Report("strip")
     root = Path(root)
     if root.is_symlink():
@@ -228,7 +232,7 @@ def strip_tree(root: str | Path) -> Report:
             continue
         if MARKER not in data:
             continue
-        result = text.strip(data)
+        result = text.strip(data, path.absolute().as_posix())
         for line, message in result.damaged:
             report.problem(relpath, line, message)
         if result.text == data:
@@ -274,11 +278,13 @@ def export_snapshot(
     """Copy the tree to out_dir with tags in every indexed Python file.
 
     Symlinks are copied as links (never followed), `.git` is left out unless asked, and
-    nothing is written outside out_dir. Raises TagError for a refused run.
+    nothing is written outside out_dir. Raises TagError for a refused run: out_dir holds
+    the tree or is inside it (however spelled), exists as a file, or is not empty
+    without `force`.
     """
     root = Path(index.root).resolve()
-    out = Path(out_dir).absolute()
-    _refuse_bad_output(root, out, force)
+    out = Path(os.path.abspath(out_dir))
+    _refuse_bad_output(Path(index.root), out, force)
     out.mkdir(parents=True, exist_ok=True)
     out = out.resolve()
     report = Report("export", policy)
@@ -316,10 +322,22 @@ def export_snapshot(
     return report
 
 
+def refuse_output_in(root: str | Path, out_dir: str | Path) -> None:
+    """Raise TagError when out_dir holds the tree at root or lies inside it, as spelled or
+    resolved through symlinks (relative paths count from the working folder): a snapshot
+    never writes into a tree it copies or that an editor has open."""
+    out = Path(os.path.abspath(out_dir))
+    outs = {out, out.resolve()}
+    roots = {Path(os.path.abspath(root)), Path(root).resolve()}
+    shown = Path(root).resolve()
+    if any(r == o or r.is_relative_to(o) for r in roots for o in outs):
+        raise TagError(f"output folder {out} holds the source tree {shown}; choose another")
+    if any(o.is_relative_to(r) for r in roots for o in outs):
+        raise TagError(f"output folder {out} is inside the source tree {shown}; choose another")
+
+
 def _refuse_bad_output(root: Path, out: Path, force: bool) -> None:
-    resolved = out.resolve()
-    if resolved == root or root.is_relative_to(resolved):
-        raise TagError(f"output folder {out} holds the source tree {root}; choose another")
+    refuse_output_in(root, out)
     if out.exists() or out.is_symlink():
         if not out.is_dir():
             raise TagError(f"output {out} exists and is not a folder")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -19,11 +22,21 @@ class ChangedOnDisk(Exception):
     """The file no longer holds the bytes the new text was computed from."""
 
 
-def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = True) -> None:
-    """Replace path's bytes by `data` via a temporary file and a rename, keeping mode bits.
+def _before_swap(path: Path) -> None:
+    """Runs after the last look at path and before the swap: where tests put an editor's save."""
 
-    Raises ChangedOnDisk (and writes nothing) when the file stopped holding `expected`
-    while the new text was being computed.
+
+Identity = tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns
+
+
+def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = True) -> None:
+    """Replace path's bytes by `data` via a temporary file and a swap, keeping mode bits.
+
+    Raises ChangedOnDisk, and leaves the file as it is, when it stopped holding `expected`
+    while the new text was being computed or written. Where the system can exchange two
+    names atomically (Linux, macOS) the file displaced by the swap is checked afterwards
+    and put back when it is not the one checked, so an editor's save is never lost;
+    elsewhere the check runs right before the rename.
     """
     before = os.lstat(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".anchor-ls-tmp", dir=path.parent)
@@ -37,13 +50,77 @@ def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = 
         if hasattr(os, "chown"):
             with contextlib.suppress(OSError):
                 os.chown(tmp, before.st_uid, before.st_gid)
-        if path.read_bytes() != expected:
+        seen = _holding(path, expected)
+        if seen is None:
             raise ChangedOnDisk(str(path))
-        os.replace(tmp, path)
+        _before_swap(path)
+        ours = _identity_of(Path(tmp))
+        if not _exchange(tmp, path):
+            if _holding(path, expected) != seen:
+                raise ChangedOnDisk(str(path))
+            os.replace(tmp, path)
+            return
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    # tmp now names the file the swap displaced: the one checked, or an editor's save.
+    if _holding(Path(tmp), expected) == seen:
+        os.unlink(tmp)
+        return
+    _exchange(tmp, path)  # the save goes back
+    if _holding(Path(tmp), data) != ours:  # an even newer save came meanwhile: it wins
+        _exchange(tmp, path)
+    os.unlink(tmp)
+    raise ChangedOnDisk(str(path))
+
+
+def _identity_of(path: Path) -> Identity:
+    st = os.lstat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _holding(path: Path, expected: bytes) -> Identity | None:
+    """The file's identity when it holds exactly `expected` (read through one descriptor)."""
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if st.st_size != len(expected) or handle.read() != expected:
+                return None
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+_RENAME_EXCHANGE = 2  # renameat2 flag (Linux)
+_RENAME_SWAP = 2  # renamex_np flag (macOS)
+_AT_FDCWD = -100
+
+
+@cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _exchange(a: str | Path, b: str | Path) -> bool:
+    """Swap the files at two names in one step; False when this system cannot."""
+    libc = _libc()
+    old, new = os.fsencode(a), os.fsencode(b)
+    if libc is not None and hasattr(libc, "renameat2"):
+        done = libc.renameat2(_AT_FDCWD, old, _AT_FDCWD, new, _RENAME_EXCHANGE)
+    elif libc is not None and hasattr(libc, "renamex_np"):
+        done = libc.renamex_np(old, new, _RENAME_SWAP)
+    else:
+        return False
+    if done == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False  # not on this file system: the caller falls back to a checked rename
+    raise OSError(err, os.strerror(err), str(b))
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,11 @@ def _safe(text: str) -> str:
     return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def written_id(ident: str) -> str:
+    """An id as a block's opening line writes it (characters that would break a line escaped)."""
+    return _safe(ident)
+
+
 def short_id(entry: str, entity: Entity) -> str:
     """How a block for `entity` writes the link `entry`: same-file links without the path.
 

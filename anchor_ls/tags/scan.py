@@ -36,6 +36,12 @@ _STRING_END = {
     "'": re.compile(r"[^'\\\n]*(?:\\.[^'\\\n]*)*'?", re.S),
     '"': re.compile(r'[^"\\\n]*(?:\\.[^"\\\n]*)*"?', re.S),
 }
+# The same, matching only a string that is closed.
+_STRING_CLOSED = {
+    **{q: _STRING_END[q] for q in ("'''", '"""')},
+    "'": re.compile(r"[^'\\\n]*(?:\\.[^'\\\n]*)*'", re.S),
+    '"': re.compile(r'[^"\\\n]*(?:\\.[^"\\\n]*)*"', re.S),
+}
 
 # The start of a definition's logical line: a decorator, `def`, `async def` or `class`.
 _DEF_START = re.compile(
@@ -120,11 +126,20 @@ class Layout:
 
 
 def decode_lines(src: Lines) -> list[str]:
-    """The decoded contents of each line; raise SourceError when lines would not line up."""
+    """The decoded contents of each line; raise SourceError when lines would not line up.
+
+    Besides an ASCII-compatible codec, every line must decode on its own to what it is
+    in the whole text: codecs with shift states or escapes (`raw-unicode-escape` writing
+    a line end as `\\u000a`, say) could otherwise make bytes that look like a comment
+    line read as something else to Python.
+    """
     if not ascii_compatible(src.encoding):
         raise SourceError(f"encoding {src.encoding} is not ASCII-compatible")
     body = b"".join(c + e for c, e in zip(src.lines, src.ends, strict=True))
-    text = body.decode(src.encoding, "replace")
+    try:
+        text = body.decode(src.encoding, "replace")
+    except (UnicodeError, LookupError) as err:
+        raise SourceError(f"cannot decode as {src.encoding}: {err}") from None
     parts = _TEXT_EOL_SPLIT.split(text)
     contents = parts[0::2]
     if len(parts) > 1 and contents[-1] == "":
@@ -133,6 +148,10 @@ def decode_lines(src: Lines) -> list[str]:
         contents = []
     if len(contents) != len(src.lines):
         raise SourceError(f"lines do not line up after decoding as {src.encoding}")
+    if src.encoding not in ("utf-8", "ascii"):
+        for i, (raw, line) in enumerate(zip(src.lines, contents, strict=True)):
+            if raw.decode(src.encoding, "replace") != line:
+                raise SourceError(f"line {i + 1} reads differently on its own in {src.encoding}")
     return contents
 
 
@@ -172,12 +191,22 @@ def layout(src: Lines) -> Layout:
             pos = size if nl < 0 else nl
         elif char in "'\"":  # string literal
             quote = char * 3 if text.startswith(char * 3, start) else char
-            end_match = _STRING_END[quote].match(text, start + len(quote))
-            if end_match is None:  # an unterminated triple-quoted string runs to EOF
-                end = size
-                open_string = line_of(start)
+            prefix = _prefix(text, start)
+            if prefix in _FORMATTED:
+                try:
+                    end = _FString(text, "r" in prefix).end(start + len(quote), quote)
+                except (_Unclosed, RecursionError):
+                    raise SourceError(
+                        f"the f-string on line {line_of(start) + 1} does not close where "
+                        "Python would close it"
+                    ) from None
             else:
-                end = end_match.end()
+                end_match = _STRING_END[quote].match(text, start + len(quote))
+                if end_match is None:  # an unterminated triple-quoted string runs to EOF
+                    end = size
+                    open_string = line_of(start)
+                else:
+                    end = end_match.end()
             if find("\n", start, end) >= 0:
                 mark(in_string, line_of(start) + 1, line_of(end - 1))
             pos = end
@@ -204,6 +233,108 @@ def layout(src: Lines) -> Layout:
     return Layout(contents, in_string, continued, open_string)
 
 
+# String prefixes whose literals hold replacement fields (PEP 701 f-strings, PEP 750 t-strings).
+_FORMATTED = frozenset({"f", "rf", "fr", "t", "rt", "tr"})
+
+
+def _prefix(text: str, quote_at: int) -> str:
+    """The string prefix before a quote, lowercased: the whole name that touches it."""
+    k = quote_at
+    while k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_"):
+        k -= 1
+    return text[k:quote_at].lower()
+
+
+class _Unclosed(Exception):
+    """An f-string whose end Python's own tokenizer would not find where we would."""
+
+
+class _FString:
+    """Where an f-string ends, by the rules of PEP 701 (Python 3.12).
+
+    Replacement fields may hold any string, the f-string's own quotes included, and
+    span lines; the literal parts of a one-quote f-string may not. Older Pythons accept
+    a subset of these strings and end each of them at the same place.
+    """
+
+    def __init__(self, text: str, raw: bool) -> None:
+        self.text = text
+        self.raw = raw
+
+    def end(self, i: int, quote: str) -> int:
+        """Just past the closing quote of the literal whose body starts at i."""
+        text, n = self.text, len(self.text)
+        while i < n:
+            c = text[i]
+            if text.startswith(quote, i):
+                return i + len(quote)
+            if c == "\\":
+                if not self.raw and text.startswith("N{", i + 1):  # a named escape, no field
+                    close = text.find("}", i)
+                    i = n if close < 0 else close + 1
+                elif text.startswith("{", i + 1):
+                    i += 1
+                else:
+                    i += 2
+            elif c == "\n" and len(quote) == 1:
+                raise _Unclosed
+            elif c == "{":
+                i = i + 2 if text.startswith("{{", i) else self.field(i + 1, quote)
+            else:
+                i += 1
+        raise _Unclosed
+
+    def field(self, i: int, quote: str) -> int:
+        """Just past the `}` that closes the replacement field whose expression starts at i."""
+        text, n = self.text, len(self.text)
+        depth = 0
+        while i < n:
+            c = text[i]
+            if c in "'\"":
+                inner = c * 3 if text.startswith(c * 3, i) else c
+                prefix = _prefix(text, i)
+                if prefix in _FORMATTED:
+                    i = _FString(text, "r" in prefix).end(i + len(inner), inner)
+                else:
+                    m = _STRING_CLOSED[inner].match(text, i + len(inner))
+                    if m is None:
+                        raise _Unclosed
+                    i = m.end()
+            elif c == "#":
+                newline = text.find("\n", i)
+                i = n if newline < 0 else newline
+            elif c in "([{":
+                depth += 1
+                i += 1
+            elif c in ")]}":
+                if c == "}" and depth == 0:
+                    return i + 1
+                depth = max(depth - 1, 0)
+                i += 1
+            elif c == ":" and depth == 0:
+                return self.spec(i + 1, quote)
+            elif c == "\\":
+                i += 2
+            else:
+                i += 1
+        raise _Unclosed
+
+    def spec(self, i: int, quote: str) -> int:
+        """Just past the `}` that closes a format spec starting at i (fields may nest)."""
+        text, n = self.text, len(self.text)
+        while i < n:
+            c = text[i]
+            if c == "{":
+                i = self.field(i + 1, quote)
+            elif c == "}":
+                return i + 1
+            elif text.startswith(quote, i) or (c == "\n" and len(quote) == 1):
+                raise _Unclosed
+            else:
+                i += 2 if c == "\\" else 1
+        raise _Unclosed
+
+
 def module_insert_index(text: list[str]) -> int:
     """Where a module block goes: after a shebang and a PEP 263 coding line (lines 1-2)."""
     if not text:
@@ -213,6 +344,54 @@ def module_insert_index(text: list[str]) -> int:
     if text[0].startswith("#!") or COOKIE.match(text[0]):
         return 1
     return 0
+
+
+def qualnames(lay: Layout) -> dict[int, str]:
+    """Each definition's qualified name by its 0-based def/class line, as the parser writes
+    them: the names of the definitions around it by indentation, joined by dots."""
+    found: dict[int, str] = {}
+    stack: list[tuple[int, str | None]] = []  # (indentation width, def/class name or None)
+    for i, line in enumerate(lay.text):
+        if not lay.is_code_start(i):
+            continue
+        width = _width(line)
+        while stack and stack[-1][0] >= width:
+            stack.pop()
+        m = _DEF_START.match(line)
+        name = (m.group(2) or m.group(3)) if m is not None and not m.group(1) else None
+        if name is not None:
+            found[i] = ".".join([*(s for _, s in stack if s is not None), name])
+        stack.append((width, name))
+    return found
+
+
+def definition_below(lay: Layout, anchor: int) -> int | None:
+    """The def/class line whose block goes above line `anchor` (its first decorator or itself)."""
+    i = anchor
+    while i < len(lay.text):
+        if lay.is_code_start(i):
+            m = _DEF_START.match(lay.text[i])
+            if m is None:
+                return None
+            if not m.group(1):
+                return i if definition_anchor(lay, i, None) == anchor else None
+        i += 1
+    return None
+
+
+def _width(line: str) -> int:
+    """The indentation's width as Python's tokenizer counts it (tabs to multiples of 8)."""
+    col = 0
+    for ch in line:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col = (col // 8 + 1) * 8
+        elif ch == "\f":
+            col = 0
+        else:
+            break
+    return col
 
 
 def _same_name(found: str, wanted: str) -> bool:

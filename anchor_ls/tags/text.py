@@ -5,22 +5,30 @@ end and encoding) and strip only removes whole lines that form complete blocks, 
 strip(materialize(x)) == x byte for byte. Every materialize result is verified by
 stripping it again before it is returned; a file that would not round-trip is left as is.
 
-A complete block is either format, each line at one indentation, outside any string:
+A block is either format, each line at one indentation, every line a logical line
+of its own (never inside a string or brackets):
 - `# === CodeAnchor <id>`, field lines `# NAME: ...`, `# ===` (what `render` writes);
 - `# === CodeAnchor ===`, `# <kind> <id>`, field lines, `# === CodeAnchor ===` (the
   first format: trees materialized with it still strip, and materialize replaces them).
+It is a tag block only where materialize would have put it: directly above the
+definition its id names (`relpath:Qualified.name`, above the decorators; blocks below
+it that are tags themselves do not count), or, for the module id, where the module
+block goes. Any other such lines, complete or not, are the user's text and stay.
+The id's path may be a trailing part of the file's path (a snapshot stripped from
+a folder below its root).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from anchor_ls.index.model import ENTITY_KINDS
 from anchor_ls.syntax.source import declared_encoding
-from anchor_ls.tags.render import MARKER, block_header
+from anchor_ls.tags.render import MARKER, block_header, written_id
 from anchor_ls.tags.scan import (
     COOKIE,
     Layout,
@@ -28,8 +36,10 @@ from anchor_ls.tags.scan import (
     SourceError,
     decode_lines,
     definition_anchor,
+    definition_below,
     layout,
     module_insert_index,
+    qualnames,
     split_lines,
 )
 
@@ -105,8 +115,49 @@ class Materialized:
 # ----- strip ----------------------------------------------------------------
 
 
-def _in_string(lay: Layout | None, i: int) -> bool:
-    return lay is not None and bool(lay.in_string[i])
+class _Ids:
+    """The ids that name one file and its definitions, as bytes a block of it would hold."""
+
+    def __init__(self, path: str, encoding: str, lay: Layout) -> None:
+        parts = path.split("/")
+        self._paths = [self._bytes("/".join(parts[k:]), encoding) for k in range(len(parts))]
+        self._encoding = encoding
+        self._lay = lay
+        self._qualnames: dict[int, str] | None = None
+
+    @staticmethod
+    def _bytes(ident: str, encoding: str) -> bytes:
+        return written_id(ident).encode(encoding, "backslashreplace")
+
+    def module(self, ident: bytes) -> bool:
+        return ident in self._paths
+
+    def of_file(self, ident: bytes) -> bool:
+        """Whether the id is the module's or a definition's of this file (any definition)."""
+        return self.module(ident) or any(ident.startswith(p + b":") for p in self._paths)
+
+    def qualname(self, def_index: int) -> str | None:
+        if self._qualnames is None:
+            self._qualnames = qualnames(self._lay)
+        return self._qualnames.get(def_index)
+
+    def definition(self, ident: bytes, def_index: int) -> bool:
+        """Whether the id names the definition on 0-based line def_index."""
+        qualname = self.qualname(def_index)
+        if qualname is None:
+            return False
+        for spelled in {qualname, unicodedata.normalize("NFKC", qualname)}:  # as Python reads it
+            tail = b":" + self._bytes(spelled, self._encoding)
+            if ident.endswith(tail) and self.module(ident[: -len(tail)]):
+                return True
+        return False
+
+    def expected(self, def_index: int | None) -> str:
+        """The id a block above def_index (None: the module block) would carry."""
+        path = self._paths[0].decode(self._encoding, "replace")
+        if def_index is None:
+            return path
+        return f"{path}:{self.qualname(def_index) or '?'}"
 
 
 def _opens(line: bytes) -> re.Match[bytes] | None:
@@ -116,91 +167,146 @@ def _opens(line: bytes) -> re.Match[bytes] | None:
     return _OPEN.match(line) or _DELIM.match(line)
 
 
-def _complete_from(lines: list[bytes], lay: Layout | None, i: int) -> int | None:
+def _complete_from(lines: list[bytes], lay: Layout, i: int) -> int | None:
     """If line i opens a complete block, the index of its closing line."""
     n = len(lines)
     m = _opens(lines[i])
-    if m is None or _in_string(lay, i):
+    if m is None or not lay.starts_logical_line(i):
         return None
     indent = m.group(1)
     legacy = m.re is _DELIM
     j = i + 1
     if legacy:
-        h = _HEADER.match(lines[j]) if j < n and not _in_string(lay, j) else None
+        h = _HEADER.match(lines[j]) if j < n and lay.starts_logical_line(j) else None
         if h is None or h.group(1) != indent:
             return None
         j += 1
-    while j < n and not _in_string(lay, j):
+    while j < n and lay.starts_logical_line(j):
         f = _FIELD.match(lines[j])
         if f is None or f.group(1) != indent:
             break
         j += 1
-    if j < n and not _in_string(lay, j):
+    if j < n and lay.starts_logical_line(j):
         d = (_DELIM if legacy else _CLOSE).match(lines[j])
         if d is not None and d.group(1) == indent:
             return j
     return None
 
 
-def find_blocks(src: Lines, lay: Layout | None) -> tuple[list[Block], list[Note]]:
-    """Complete blocks, and notes for damaged ones (left alone, never guessed at).
+def _claimed_id(lines: list[bytes], lay: Layout, i: int) -> bytes | None:
+    """The id an opening line (or a first-format delimiter and its header) claims, if any."""
+    m = _opens(lines[i])
+    if m is None:
+        return None
+    if m.re is not _DELIM:
+        return _id_bytes([lines[i]])
+    j = i + 1
+    if j < len(lines) and lay.starts_logical_line(j) and _HEADER.match(lines[j]):
+        return _id_bytes([lines[i], lines[j]])
+    return None
 
-    Lines inside string literals are never block lines (a docstring may show the format).
+
+def find_blocks(src: Lines, lay: Layout, path: str) -> tuple[list[Block], list[Note]]:
+    """The tag blocks of the file at `path`, and notes for damaged ones (left alone).
+
+    A damaged block is an opening line that names this file but does not start a
+    complete block; lines that name something else are the user's and draw no note.
     """
     lines = src.lines
-    blocks: list[Block] = []
+    ids = _Ids(path, src.encoding, lay)
+    candidates: list[Block] = []
     damaged: list[Note] = []
     i = 0
     n = len(lines)
     while i < n:
-        if MARKER not in lines[i] or _in_string(lay, i) or not _opens(lines[i]):
+        if MARKER not in lines[i] or not lay.starts_logical_line(i) or not _opens(lines[i]):
             i += 1
             continue
         end = _complete_from(lines, lay, i)
         if end is None:
-            damaged.append((i + 1, _why_damaged(lines, lay, i)))
+            claimed = _claimed_id(lines, lay, i)
+            if claimed is not None and ids.of_file(claimed):
+                damaged.append((i + 1, _why_damaged(lines[i])))
             i += 1
             continue
-        blocks.append(Block(i, end + 1, tuple(lines[i : end + 1])))
+        candidates.append(Block(i, end + 1, tuple(lines[i : end + 1])))
         i = end + 1
-    if lay is not None and lay.open_string is not None:
+    if lay.open_string is not None:
         for j in range(lay.open_string, n):
-            if _opens(lines[j]):
+            claimed = _claimed_id(lines, lay, j) if _opens(lines[j]) else None
+            if claimed is not None and ids.of_file(claimed):
                 damaged.append(
                     (j + 1, "CodeAnchor block opened inside a string left open at the end of file")
                 )
                 break
-    return blocks, damaged
+    return _placed(candidates, lay, ids), damaged
 
 
-def _why_damaged(lines: list[bytes], lay: Layout | None, i: int) -> str:
-    m = _opens(lines[i])
+def _placed(candidates: list[Block], lay: Layout, ids: _Ids) -> list[Block]:
+    """The candidates that sit where materialize puts blocks, once the tags below are gone."""
+    n = len(lay.text)
+    at = {c.start: k for k, c in enumerate(candidates)}
+    real: set[int] = set()
+
+    def next_kept(line: int) -> int:
+        while line in at and at[line] in real:
+            line = candidates[at[line]].end
+        return line
+
+    def is_tag(k: int) -> bool:
+        block = candidates[k]
+        ident = _id_bytes(block.lines)
+        below = next_kept(block.end)
+        if ids.module(ident):
+            kept: list[int] = []
+            j = 0
+            while j < block.start and len(kept) <= 2:
+                if j in at and at[j] in real:
+                    j = candidates[at[j]].end
+                else:
+                    kept.append(j)
+                    j += 1
+            view = [*kept, below, next_kept(below + 1)]
+            first_two = [lay.text[v] for v in view[:2] if v < n]
+            return len(kept) <= 2 and module_insert_index(first_two) == len(kept)
+        if below >= n:
+            return False
+        def_index = definition_below(lay, below)
+        return def_index is not None and ids.definition(ident, def_index)
+
+    changed = True
+    while changed:
+        changed = False
+        for k in reversed(range(len(candidates))):
+            if k not in real and is_tag(k):
+                real.add(k)
+                changed = True
+    return [candidates[k] for k in sorted(real)]
+
+
+def _why_damaged(line: bytes) -> str:
+    m = _opens(line)
     assert m is not None
-    indent = m.group(1)
-    nxt = lines[i + 1] if i + 1 < len(lines) else None
     if m.re is not _DELIM:
         return "CodeAnchor block is not closed by a '# ===' line at its indentation"
-    if nxt is None:
-        return "CodeAnchor delimiter on the last line, without a block"
-    h = _HEADER.match(nxt)
-    if h is None or h.group(1) != indent or _in_string(lay, i + 1):
-        return "CodeAnchor delimiter not followed by a '# <kind> <id>' line at its indentation"
     return "CodeAnchor block is not closed by a delimiter at its indentation"
 
 
-def _layout_or_none(src: Lines) -> Layout | None:
-    try:
-        return layout(src)
-    except SourceError:
-        return None
+def strip(source: bytes, path: str) -> StripResult:
+    """Remove every tag block of the file at `path` (its id path) and nothing else.
 
-
-def strip(source: bytes) -> StripResult:
-    """Remove every complete CodeAnchor block and nothing else; report damaged ones."""
+    Damaged blocks are reported and left. A file whose strings cannot be told apart
+    for certain (its encoding, an f-string that would not close) is left as is, with
+    a note on line 0.
+    """
     if MARKER not in source:
         return StripResult(source)
     src = split_lines(source)
-    blocks, damaged = find_blocks(src, _layout_or_none(src))
+    try:
+        lay = layout(src)
+    except SourceError as err:
+        return StripResult(source, [(0, f"left as is: cannot tell where its strings are ({err})")])
+    blocks, damaged = find_blocks(src, lay, path)
     if not blocks:
         return StripResult(source, damaged)
     return StripResult(_without(src, blocks), damaged, blocks)
@@ -240,10 +346,16 @@ def _plan(
     blocks: Mapping[int, Sequence[str]],
     names: Mapping[int, str] | None,
     lines_of: Mapping[int, int | None],
+    path: str,
 ) -> _Plan:
-    """Where each requested block goes in `clean` (a source without blocks)."""
+    """Where each requested block goes in `clean` (a source without blocks).
+
+    A block whose id does not name the definition (or module) it would sit above is
+    not placed: strip would take it for the user's text.
+    """
     src = split_lines(clean)
     lay = layout(src)  # SourceError propagates: nothing can be placed
+    ids = _Ids(path, src.encoding, lay)
     plan = _Plan(src, lay, {}, {}, [], [])
     n = len(src.lines)
     for key in sorted(blocks, key=lambda k: (k != MODULE, k)):
@@ -256,6 +368,7 @@ def _plan(
                 plan.skipped.append((at, f"no line after line {at} for the {header} block"))
                 continue
             indent = b""
+            def_index: int | None = None
         else:
             if line is None:
                 plan.problems.append((key, f"line {key} is inside a tag block; {header} skipped"))
@@ -267,41 +380,59 @@ def _plan(
                 continue
             at = anchor
             indent = src.indent(anchor)
+            def_index = line - 1
+        encoded = _encode(block, indent, src.encoding)
+        ident = _id_bytes(encoded)
+        if not (ids.module(ident) if def_index is None else ids.definition(ident, def_index)):
+            where = f"line {line}" if def_index is not None else "the module"
+            plan.problems.append(
+                (line or 0, f"{header} does not name {where} ({ids.expected(def_index)}); skipped")
+            )
+            continue
         already = sum(len(b) for b in plan.at.get(at, ()))
         if at + already < 2 and any(
             COOKIE.match(s) for s in block[: 2 - at - already]
         ):  # would read as a PEP 263 coding line
             plan.problems.append((line or 1, f"{header} would read as a coding line; skipped"))
             continue
-        plan.at.setdefault(at, []).append(_encode(block, indent, src.encoding))
+        plan.at.setdefault(at, []).append(encoded)
         plan.ids.setdefault(at, []).append(header)
     return plan
 
 
 def _insert(plan: _Plan) -> tuple[bytes, Layout]:
-    """The new bytes, and the layout of their lines as far as strip needs it.
+    """The new bytes, and their layout.
 
     Inserted lines are comments at logical-line starts, so every original line keeps its
-    string state and the new ones start outside any string.
+    string and bracket state and the new ones start a logical line of their own.
     """
     src = plan.src
     eol = src.eol
     out = [src.bom]
+    text: list[str] = []
     flags = bytearray()
-    old_flags = plan.lay.in_string
+    continued = bytearray()
+    old = plan.lay
+
+    def add(block: list[bytes]) -> None:
+        out.extend(line + eol for line in block)
+        text.extend(line.decode(src.encoding, "replace") for line in block)
+        flags.extend(bytes(len(block)))
+        continued.extend(bytes(len(block)))
+
     for i, (content, end) in enumerate(zip(src.lines, src.ends, strict=True)):
         for block in plan.at.get(i, ()):
-            out.extend(line + eol for line in block)
-            flags.extend(bytes(len(block)))
+            add(block)
         out.append(content + end)
-        flags.append(old_flags[i])
+        text.append(old.text[i])
+        flags.append(old.in_string[i])
+        continued.append(old.continued[i])
     for block in plan.at.get(len(src.lines), ()):
-        out.extend(line + eol for line in block)
-        flags.extend(bytes(len(block)))
-    open_string = plan.lay.open_string
+        add(block)
+    open_string = old.open_string
     if open_string is not None:
         open_string += sum(len(b) for at, bs in plan.at.items() if at <= open_string for b in bs)
-    return b"".join(out), Layout([], flags, bytearray(), open_string)
+    return b"".join(out), Layout(text, flags, continued, open_string)
 
 
 # ----- materialize ----------------------------------------------------------
@@ -311,24 +442,26 @@ def materialize(
     source: bytes,
     blocks: Mapping[int, Sequence[str]],
     names: Mapping[int, str] | None = None,
+    *,
+    path: str,
 ) -> Materialized:
-    """Replace the file's blocks with `blocks`.
+    """Replace the tag blocks of the file at `path` (its id path) with `blocks`.
 
     `blocks` maps a definition's 1-based `def`/`class` line in `source` (MODULE, 0, for
     the module block) to the lines of `render.block_lines`. `names` (same keys) guards
     against stale line numbers: a block is placed only where that name is defined.
     A file with damaged blocks, or one that would not strip back exactly, is returned as is.
     """
-    stripped = strip(source)
+    stripped = strip(source, path)
     if stripped.damaged:
         return Materialized(source, problems=list(stripped.damaged))
     try:
-        plan = _plan(stripped.text, blocks, names, _translate(list(blocks), stripped))
+        plan = _plan(stripped.text, blocks, names, _translate(list(blocks), stripped), path)
     except SourceError as err:
         return Materialized(source, problems=[(0, f"not tagged: {err}")])
     text, new_layout = _insert(plan)
     inserted = sum(len(v) for v in plan.at.values())
-    if inserted and not _round_trips(text, new_layout, stripped.text, inserted):
+    if inserted and not _round_trips(text, new_layout, stripped.text, inserted, path):
         return Materialized(
             source,
             skipped=plan.skipped,
@@ -337,14 +470,14 @@ def materialize(
     return Materialized(text, inserted, stripped.removed, plan.skipped, plan.problems)
 
 
-def _round_trips(text: bytes, lay: Layout, clean: bytes, inserted: int) -> bool:
+def _round_trips(text: bytes, lay: Layout, clean: bytes, inserted: int, path: str) -> bool:
     """Whether stripping `text` gives back exactly `clean`, removing only the new blocks."""
     src = split_lines(text)
     if len(src.lines) != len(lay.in_string):
         return False
     if declared_encoding(text) != declared_encoding(clean):
         return False
-    blocks, damaged = find_blocks(src, lay)
+    blocks, damaged = find_blocks(src, lay, path)
     if damaged or len(blocks) != inserted or _without(src, blocks) != clean:
         return False
     if src.encoding in ("utf-8", "ascii"):
@@ -369,6 +502,8 @@ def check(
     blocks: Mapping[int, Sequence[str]],
     names: Mapping[int, str] | None = None,
     require: bool = False,
+    *,
+    path: str,
 ) -> list[Note]:
     """Findings for blocks that differ from what materialize would write now.
 
@@ -376,10 +511,10 @@ def check(
     stale; with `require`, a definition due a block that has none is missing. An empty
     list means the file is up to date.
     """
-    stripped = strip(source)
+    stripped = strip(source, path)
     findings: list[Note] = list(stripped.damaged)
     try:
-        plan = _plan(stripped.text, blocks, names, _translate(list(blocks), stripped))
+        plan = _plan(stripped.text, blocks, names, _translate(list(blocks), stripped), path)
     except SourceError as err:
         if stripped.blocks:
             findings.append((0, f"cannot check tags: {err}"))
@@ -413,9 +548,9 @@ def check(
 
 def _id_bytes(lines: Sequence[bytes]) -> bytes:
     """The id a block's lines name, as bytes in the file's encoding (either format)."""
-    first = lines[0].strip()
+    first = lines[0].lstrip(b" \t\f")
     if _DELIM.match(first):
-        return lines[1].strip().partition(b" ")[2].partition(b" ")[2]
+        return lines[1].lstrip(b" \t\f").partition(b" ")[2].partition(b" ")[2]
     return first[len(b"# === CodeAnchor ") :]
 
 

@@ -1,0 +1,79 @@
+"""atomic_rewrite against an editor that saves while a tag command writes the same file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.tags import files
+from anchor_ls.tags.apply import strip_tree
+from anchor_ls.tags.files import ChangedOnDisk, atomic_rewrite
+
+OLD = b"def f():\n    pass\n"
+NEW = b"# === CodeAnchor m.py:f\n# CALLS: g\n# ===\ndef f():\n    pass\n"
+SAVED = b"def f():\n    return 'the editor saved this'\n"
+
+
+def _save_by_rename(path: Path) -> None:
+    """How most editors save: a new file renamed over the old one."""
+    tmp = path.with_name(path.name + ".editor~")
+    tmp.write_bytes(SAVED)
+    os.replace(tmp, path)
+
+
+def _save_in_place(path: Path) -> None:
+    """How others save: the same file truncated and written again."""
+    with open(path, "r+b") as handle:
+        handle.truncate(0)
+        handle.write(SAVED)
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name != "m.py")
+
+
+@pytest.mark.parametrize("save", [_save_by_rename, _save_in_place])
+def test_a_save_just_before_the_swap_is_kept_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, save
+) -> None:
+    path = tmp_path / "m.py"
+    path.write_bytes(OLD)
+    monkeypatch.setattr(files, "_before_swap", save)
+    with pytest.raises(ChangedOnDisk):
+        atomic_rewrite(path, NEW, OLD)
+    assert path.read_bytes() == SAVED
+    assert _leftovers(tmp_path) == []
+
+
+def test_without_a_save_the_new_bytes_replace_the_file_and_keep_its_mode(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_bytes(OLD)
+    path.chmod(0o640)
+    atomic_rewrite(path, NEW, OLD)
+    assert path.read_bytes() == NEW
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_file_changed_before_the_write_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_bytes(SAVED)
+    with pytest.raises(ChangedOnDisk):
+        atomic_rewrite(path, NEW, OLD)
+    assert path.read_bytes() == SAVED
+    assert _leftovers(tmp_path) == []
+
+
+def test_strip_reports_a_file_an_editor_saved_during_the_write_and_keeps_the_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.py"
+    path.write_bytes(NEW)
+    monkeypatch.setattr(files, "_before_swap", _save_by_rename)
+    report = strip_tree(tmp_path)
+    assert report.changed == []
+    assert report.problems == ["m.py: changed while stripping; left as is"]
+    assert path.read_bytes() == SAVED
+    assert _leftovers(tmp_path) == []
