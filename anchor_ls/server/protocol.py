@@ -1,9 +1,11 @@
-"""pygls' protocol with two changes.
+"""pygls' protocol with these changes.
 
 A request whose params do not parse gets an InvalidParams error naming the problem
 (stock pygls logs it and never answers, so the client waits forever); a malformed
-notification is logged and ignored. And a JsonList or JsonText result skips the
-cattrs pass (and JsonText the JSON encoder too).
+notification is logged and ignored. A message that is not a request at all (an id
+that is an object, an array or a fraction; no "jsonrpc") gets an InvalidRequest
+error with id null. And a JsonList or JsonText result skips the cattrs pass
+(and JsonText the JSON encoder too).
 """
 
 from __future__ import annotations
@@ -42,6 +44,18 @@ class Malformed:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A message that is not a JSON-RPC request, notification or response."""
+
+    reason: str
+
+
+def valid_id(value: Any) -> bool:
+    """Whether value can be a request id: LSP allows an integer or a string."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def _reason(exc: BaseException) -> str:
     cause = exc.__cause__ or exc
     text = str(cause).strip() or type(cause).__name__
@@ -71,6 +85,8 @@ class AnchorProtocol(LanguageServerProtocol):
         return not self._answering and now - self._last_answer >= seconds
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        if "jsonrpc" in data and "method" in data and "id" in data and not valid_id(data["id"]):
+            return Invalid(f"a request id must be an integer or a string: {data['id']!r}"[:200])
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -115,7 +131,24 @@ class AnchorProtocol(LanguageServerProtocol):
             log.exception("sending a response failed: the client is gone")
             raise
 
+    def send_error_without_id(self, code: int, message: str) -> None:
+        """The answer to a message whose id cannot be known: an error with id null (lsprotocol
+        leaves a null id out, which makes it no answer at all)."""
+        self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+
+    def report_error(self, error: Exception) -> None:
+        """An error of no request's: logged, and told to the client's log."""
+        self._server._report_server_error(error, JsonRpcException)
+
     def handle_message(self, message: Any) -> None:
+        if isinstance(message, Invalid | dict | list | str | int | float | None):
+            # Plain JSON: structure_message leaves an object without "jsonrpc" as it is.
+            reason = message.reason if isinstance(message, Invalid) else "not a JSON-RPC message"
+            log.warning("invalid request: %s", reason)
+            self.send_error_without_id(
+                types.ErrorCodes.InvalidRequest.value, f"invalid request: {reason}"
+            )
+            return
         if getattr(message, "method", None) and getattr(message, "id", None) is not None:
             self._answering[message.id] = time.monotonic()
         if isinstance(message, Malformed):

@@ -10,18 +10,23 @@ query never stalls the loop; between requests it fills the hint stores (warm.py)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import sys
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path, uri_scheme
 
 from anchor_ls import __version__
+from anchor_ls.server import framing
 from anchor_ls.server.folders import READY, Folder
 from anchor_ls.server.hints import HintForm
 from anchor_ls.server.positions import UTF16, position_to_bytes, text_lines
@@ -63,6 +68,38 @@ class AnchorServer(LanguageServer):
         self._background: set[asyncio.Future[Any]] = set()
         self._preparing: asyncio.Future[None] | None = None
         self._prepare_again = False
+
+    # ----- transports ---------------------------------------------------
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls' start_io, reading messages with framing.serve (it survives bad frames)."""
+        self._stop_event = stop = threading.Event()
+        reader = framing.StdinLines(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(framing.serve(stop, reader, self.protocol))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost: shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """pygls' start_tcp, reading messages with framing.serve; serves one client."""
+        self._stop_event = stop = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)  # type: ignore[arg-type]
+            await framing.serve(stop, framing.StreamLines(reader), self.protocol)
+            self.shutdown()
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        with contextlib.suppress(asyncio.CancelledError):
+            asyncio.run(listen())
 
     # ----- plumbing -----------------------------------------------------
     @property

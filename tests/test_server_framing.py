@@ -1,0 +1,183 @@
+"""Bytes that are not a well-framed message get an error with id null, and the server
+goes on answering the next message.
+
+A real `anchor-ls serve` process over stdio, fed raw bytes (a typed client always
+frames its messages properly).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+TIMEOUT = 30.0
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+class RawServer:
+    """An `anchor-ls serve` process spoken to in raw bytes; its messages arrive on a queue."""
+
+    def __init__(self, log: Path) -> None:
+        self.log_path = log
+        self._log = log.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "anchor_ls", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+        self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        assert self.process.stdout is not None
+        threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        """Parse the server's frames (which are well formed) onto the queue."""
+        while True:
+            length = None
+            while True:
+                line = stream.readline()
+                if not line:
+                    self.messages.put(None)
+                    return
+                if not line.strip():
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            assert length is not None
+            self.messages.put(json.loads(stream.read(length)))
+
+    def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def next(self) -> dict[str, Any]:
+        """The next message from the server that is not a log or progress notification."""
+        while True:
+            message = self.messages.get(timeout=TIMEOUT)
+            assert message is not None, "the server closed its output:\n" + self.log()
+            if message.get("method") not in ("window/logMessage", "$/progress"):
+                return message
+
+    def answer(self, msg_id: Any) -> dict[str, Any]:
+        """The next message, which must answer msg_id."""
+        message = self.next()
+        assert message.get("id") == msg_id, message
+        return message
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._log.close()
+
+
+def body(msg_id: Any, method: str, params: Any = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if msg_id is not None:
+        message["id"] = msg_id
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def frame(data: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+def initialize(msg_id: Any) -> bytes:
+    return body(msg_id, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+
+
+def stats(msg_id: Any) -> bytes:
+    return body(msg_id, "workspace/executeCommand", {"command": "anchor.stats", "arguments": []})
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    raw = RawServer(tmp_path / "server.log")
+    yield raw
+    raw.close()
+
+
+def assert_serves(server: RawServer, msg_id: int) -> None:
+    """A good request after bad bytes is answered with its result."""
+    server.send(frame(stats(msg_id)))
+    answer = server.answer(msg_id)
+    assert "result" in answer and answer["result"]["folders"] == [], answer
+
+
+BAD_FRAMES = {
+    "huge length": b"Content-Length: 99999999999999\r\n\r\n" + stats(90),
+    "length not a number": b"Content-Length: abc\r\n\r\n" + stats(91),
+    "negative length": b"Content-Length: -5\r\n\r\n" + stats(92),
+    "no length header": b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+    + stats(93),
+    "no header at all": stats(94),
+    "a line that is no header": b"hello\r\n",
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_FRAMES), ids=list(BAD_FRAMES))
+def test_a_bad_frame_is_answered_and_the_next_message_served(server: RawServer, bad: str) -> None:
+    server.send(frame(initialize(1)))
+    assert "result" in server.answer(1)
+    server.send(BAD_FRAMES[bad] + frame(stats(2)))
+    error = server.answer(None)
+    assert error["error"]["code"] == PARSE_ERROR, error
+    assert server.answer(2)["result"]["folders"] == []
+    assert_serves(server, 3)
+    assert server.process.poll() is None
+    assert "unreadable message" in server.log()
+
+
+def test_a_bad_frame_before_initialize(server: RawServer) -> None:
+    server.send(b"Content-Length: 99999999999999\r\n\r\n{}" + frame(initialize(1)))
+    assert server.answer(None)["error"]["code"] == PARSE_ERROR
+    assert "capabilities" in server.answer(1)["result"]
+
+
+def test_header_names_are_case_insensitive(server: RawServer) -> None:
+    data = initialize(1)
+    server.send(b"content-length: %d\r\ncontent-type: x\r\n\r\n" % len(data) + data)
+    assert "capabilities" in server.answer(1)["result"]
+    data = stats(2)
+    server.send(b"CONTENT-LENGTH:%d\r\n\r\n" % len(data) + data)
+    assert server.answer(2)["result"]["folders"] == []
+    assert "unreadable" not in server.log()
+
+
+@pytest.mark.parametrize("bad_id", [{"a": 1}, [1], 1.5, True, None], ids=repr)
+def test_a_request_id_that_is_no_id_gets_invalid_request(server: RawServer, bad_id: Any) -> None:
+    server.send(frame(initialize(1)))
+    assert "result" in server.answer(1)
+    message = json.loads(stats(0))
+    message["id"] = bad_id
+    server.send(frame(json.dumps(message).encode()))
+    error = server.answer(None)
+    assert error["error"]["code"] == INVALID_REQUEST, error
+    assert_serves(server, 2)
+
+
+@pytest.mark.parametrize(
+    "data", [b"{not json", b"\xff\xfe\xfd", b"[1, 2]", b'"text"', b'{"id": 4}'], ids=repr
+)
+def test_a_body_that_is_no_message_is_answered(server: RawServer, data: bytes) -> None:
+    server.send(frame(initialize(1)) + frame(data))
+    assert "result" in server.answer(1)
+    error = server.answer(None)
+    assert error["error"]["code"] in (PARSE_ERROR, INVALID_REQUEST), error
+    assert_serves(server, 2)
