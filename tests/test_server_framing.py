@@ -1,5 +1,5 @@
 """Bytes that are not a well-framed message get an error with id null, and the server
-goes on answering the next message.
+goes on answering the next message; notifications do not pile up in memory.
 
 A real `anchor-ls serve` process over stdio, fed raw bytes (a typed client always
 frames its messages properly).
@@ -77,6 +77,10 @@ class RawServer:
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def rss_kb(self) -> int:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(next(ln for ln in status.splitlines() if ln.startswith("VmRSS:")).split()[1])
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -181,3 +185,30 @@ def test_a_body_that_is_no_message_is_answered(server: RawServer, data: bytes) -
     error = server.answer(None)
     assert error["error"]["code"] in (PARSE_ERROR, INVALID_REQUEST), error
     assert_serves(server, 2)
+
+
+def test_notifications_do_not_pile_up(server: RawServer) -> None:
+    """pygls 2.1.1 kept a future per didChange forever (about 2 KB each)."""
+    server.send(frame(initialize(1)))
+    assert "result" in server.answer(1)
+    server.send(frame(body(None, "initialized", {})))
+    doc = "file:///nowhere/x.py"
+    opened = {"textDocument": {"uri": doc, "languageId": "python", "version": 0, "text": "x = 1"}}
+    server.send(frame(body(None, "textDocument/didOpen", opened)))
+
+    def changes(first: int, count: int) -> None:
+        out = bytearray()
+        for version in range(first, first + count):
+            params = {
+                "textDocument": {"uri": doc, "version": version},
+                "contentChanges": [{"text": f"x = {version}\n"}],
+            }
+            out += frame(body(None, "textDocument/didChange", params))
+        server.send(bytes(out))
+        assert_serves(server, 1000 + first)  # every change before it is handled
+
+    changes(1, 2000)
+    before = server.rss_kb()
+    changes(2001, 4000)
+    grown = server.rss_kb() - before
+    assert grown < 4000 * 2 // 4, f"RSS grew {grown} KB over 4000 didChange notifications"

@@ -4,8 +4,9 @@ A request whose params do not parse gets an InvalidParams error naming the probl
 (stock pygls logs it and never answers, so the client waits forever); a malformed
 notification is logged and ignored. A message that is not a request at all (an id
 that is an object, an array or a fraction; no "jsonrpc") gets an InvalidRequest
-error with id null. And a JsonList or JsonText result skips the cattrs pass
-(and JsonText the JSON encoder too).
+error with id null. A JsonList or JsonText result skips the cattrs pass (and
+JsonText the JSON encoder too). And a handler's future leaves `_request_futures`
+once it is done (see _execute_handler).
 """
 
 from __future__ import annotations
@@ -139,6 +140,30 @@ class AnchorProtocol(LanguageServerProtocol):
     def report_error(self, error: Exception) -> None:
         """An error of no request's: logged, and told to the client's log."""
         self._server._report_server_error(error, JsonRpcException)
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls' own, then the handler's future is dropped from _request_futures when done.
+
+        pygls 2.1.1 keeps in `_request_futures` the future of every notification run by
+        a coroutine, a thread or a generator (every didOpen/didChange/didClose goes
+        through pygls' builtin generators) under a fresh uuid, and only a request's
+        answer removes its entry: about 2 KB per notification, for the life of the server.
+        """
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
 
     def handle_message(self, message: Any) -> None:
         if isinstance(message, Invalid | dict | list | str | int | float | None):
