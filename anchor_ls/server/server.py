@@ -44,6 +44,9 @@ DEBOUNCE_SECONDS = 0.15
 ENGINE_QUIET = 0.3  # seconds without requests before the deferred resolver state loads
 ENGINE_WAIT = 0.05
 PYTHON_SUFFIXES = (".py", ".pyi")
+# Problems that leave a file out of the index (no hints at all): told in a message.
+# A decode problem (the file is read with replacements) goes to the client's log.
+UNINDEXED = frozenset({"too-large", "binary", "too-deep", "unreadable", "symlink-loop"})
 
 
 class AnchorServer(LanguageServer):
@@ -62,6 +65,7 @@ class AnchorServer(LanguageServer):
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._settled: dict[str, asyncio.Future[None]] = {}
         self._in_flight: dict[str, int] = {}  # uri -> buffer updates queued or running
+        self._told: dict[str, str] = {}  # uri -> the kind of its problem the user was told
         self._loop: asyncio.AbstractEventLoop | None = None
         self.startup_problems: list[str] = []
         self.warmer = HintWarmer(self)
@@ -268,6 +272,7 @@ class AnchorServer(LanguageServer):
         if timer is not None:
             timer.cancel()
         self._pending_text.pop(uri, None)
+        self._told.pop(uri, None)  # closed: its problem is told again when it reopens
         self._settle(uri)
 
     def _settle(self, uri: str) -> None:
@@ -298,6 +303,7 @@ class AnchorServer(LanguageServer):
                 return
             folder, relpath = where
             if uri not in self._in_flight and _indexed_as(folder, relpath, text):
+                self.tell_problem(uri, folder, relpath)
                 return  # e.g. a document opened as it is on disk: nothing to queue or wait for
             started = self.loop.time()
             self._in_flight[uri] = self._in_flight.get(uri, 0) + 1
@@ -314,6 +320,7 @@ class AnchorServer(LanguageServer):
                 (self.loop.time() - started) * 1000,
                 len(changed),
             )
+            self.tell_problem(uri, folder, relpath)
             self.changed(changed)
         except Exception as exc:  # the index failed on this text: say so, keep serving
             log.exception("re-indexing %s failed", uri)
@@ -323,6 +330,24 @@ class AnchorServer(LanguageServer):
             )
         finally:
             self._settle(uri)
+
+    def tell_problem(self, uri: str, folder: Folder, relpath: str) -> None:
+        """Say why an open file has no hints (too large, binary...), or is read with
+        replacements (decode); once per file and kind of problem, not at every edit."""
+        index = folder.index
+        problem = index.problems.get(relpath) if index is not None else None
+        told = self._told.pop(uri, None)
+        if problem is None or problem.kind not in UNINDEXED | {"decode"}:
+            return
+        self._told[uri] = problem.kind
+        if problem.kind == told:
+            return
+        if problem.kind == "decode":
+            self.log_to_client(
+                f"anchor-ls: {relpath}: {problem.message}", types.MessageType.Warning
+            )
+        else:
+            self.tell_user(f"anchor-ls: no hints for {relpath}: {problem.message}")
 
     async def flush_all(self, uris: Iterable[str] | None = None) -> None:
         for uri in list(self._pending_text if uris is None else uris):
