@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,18 +27,24 @@ INVALID_REQUEST = -32600
 class RawServer:
     """An `anchor-ls serve` process spoken to in raw bytes; its messages arrive on a queue."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, tcp: bool = False) -> None:
         self.log_path = log
         self._log = log.open("wb")
+        command = [sys.executable, "-m", "anchor_ls", "serve"]
+        if tcp:
+            port = free_port()
+            command += ["--tcp", f"127.0.0.1:{port}"]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "anchor_ls", "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log
         )
+        if tcp:
+            connection = connect(port, self.process)
+            self._in, out = connection.makefile("wb"), connection.makefile("rb")
+        else:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self._in, out = self.process.stdin, self.process.stdout
         self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        assert self.process.stdout is not None
-        threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
+        threading.Thread(target=self._read, args=(out,), daemon=True).start()
 
     def _read(self, stream: IO[bytes]) -> None:
         """Parse the server's frames (which are well formed) onto the queue."""
@@ -56,9 +64,8 @@ class RawServer:
             self.messages.put(json.loads(stream.read(length)))
 
     def send(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
+        self._in.write(data)
+        self._in.flush()
 
     def next(self) -> dict[str, Any]:
         """The next message from the server that is not a log or progress notification."""
@@ -87,6 +94,23 @@ class RawServer:
             self.process.kill()
         self.process.wait()
         self._log.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def connect(port: int, process: subprocess.Popen[bytes]) -> socket.socket:
+    """A connection to the server once it listens (it imports pygls first)."""
+    for _attempt in range(600):
+        assert process.poll() is None, "the server exited"
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port}")
 
 
 def body(msg_id: Any, method: str, params: Any = None) -> bytes:
@@ -162,6 +186,20 @@ def test_header_names_are_case_insensitive(server: RawServer) -> None:
     server.send(b"CONTENT-LENGTH:%d\r\n\r\n" % len(data) + data)
     assert server.answer(2)["result"]["folders"] == []
     assert "unreadable" not in server.log()
+
+
+def test_tcp_reads_on_after_bad_frames(tmp_path: Path) -> None:
+    server = RawServer(tmp_path / "server.log", tcp=True)
+    try:
+        server.send(b"Content-Length: 99999999999999\r\n\r\n{}" + frame(initialize(1)))
+        assert server.answer(None)["error"]["code"] == PARSE_ERROR
+        assert "capabilities" in server.answer(1)["result"]
+        server.send(b"x" * 200_000 + b"\r\n" + frame(stats(2)))  # over asyncio's line limit
+        assert server.answer(None)["error"]["code"] == PARSE_ERROR
+        assert server.answer(2)["result"]["folders"] == []
+        assert "overlong line" in server.log()
+    finally:
+        server.close()
 
 
 @pytest.mark.parametrize("bad_id", [{"a": 1}, [1], 1.5, True, None], ids=repr)

@@ -158,7 +158,7 @@ class Framer:
         if complete and _is_header(line):
             self.started = True  # Content-Type and the like: nothing to do with them
             return None
-        self.drop(f"{len(line)} bytes that are not a header")
+        self.drop(f"{len(line)} bytes that are not a header" if complete else "an overlong line")
         return None
 
 
