@@ -19,6 +19,9 @@ from typing import IO, Any
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_server_support import copy_example
+
 TIMEOUT = 30.0
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -250,3 +253,25 @@ def test_notifications_do_not_pile_up(server: RawServer) -> None:
     changes(2001, 4000)
     grown = server.rss_kb() - before
     assert grown < 4000 * 2 // 4, f"RSS grew {grown} KB over 4000 didChange notifications"
+
+
+def test_shutdown_answers_while_notifications_are_pending(
+    server: RawServer, tmp_path: Path
+) -> None:
+    """pygls' shutdown cancels the pending handlers while it walks _request_futures: a
+    handler's future must not leave the map right then, inside that walk."""
+    root = copy_example(tmp_path)
+    root_uri = root.as_uri()
+    params = {"processId": None, "rootUri": root_uri, "capabilities": {}}
+    doc = {"uri": f"{root_uri}/pkg/service.py"}
+    opened = {"textDocument": {**doc, "languageId": "python", "version": 1, "text": "x = 1\n"}}
+    server.send(
+        frame(body(1, "initialize", params))
+        + frame(body(None, "initialized", {}))
+        + frame(body(None, "textDocument/didOpen", opened))
+        + frame(body(None, "textDocument/didClose", {"textDocument": doc}))
+        + frame(body(2, "shutdown"))
+    )
+    assert "result" in server.answer(1)
+    answer = server.answer(2)
+    assert "result" in answer and "error" not in answer, answer

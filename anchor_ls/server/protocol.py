@@ -12,10 +12,12 @@ once it is done (see _execute_handler).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +57,14 @@ class Invalid:
 def valid_id(value: Any) -> bool:
     """Whether value can be a request id: LSP allows an integer or a string."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
+    """Run fn on the event loop, later. A done callback runs in the thread that finished
+    the future, and inside cancel() itself: pygls' shutdown cancels futures while it
+    iterates over _request_futures, which must not change meanwhile."""
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the server is going away
+        loop.call_soon_threadsafe(fn, *args)
 
 
 def _reason(exc: BaseException) -> str:
@@ -159,7 +169,8 @@ class AnchorProtocol(LanguageServerProtocol):
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
         future = self._request_futures.get(msg_id)
         if future is not None:
-            future.add_done_callback(lambda done: self._forget(msg_id, done))
+            loop = asyncio.get_running_loop()
+            future.add_done_callback(lambda done: _call_soon(loop, self._forget, msg_id, done))
 
     def _forget(self, msg_id: Any, future: Any) -> None:
         if self._request_futures.get(msg_id) is future:
