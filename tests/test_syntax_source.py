@@ -80,6 +80,19 @@ def test_undecodable_bytes_are_replaced_and_reported() -> None:
     assert called_names(defs["u"]) == ["g"]
 
 
+def test_a_coding_cookie_naming_no_codec_is_a_decode_problem_read_as_utf8() -> None:
+    data = "# -*- coding: no-such-codec -*-\ndef f():\n    return 'é'\n".encode()
+    assert declared_encoding(data) == "utf-8"
+    summary = summarize("cookie.py", data)
+    assert problem_kinds(summary) == ["decode"]
+    assert "unknown encoding 'no-such-codec'" in summary.problems[0][1]
+    assert set(scopes(summary)) == {"f"}
+    # Both at once: one decode problem that says both.
+    (kind, message), *rest = summarize("both.py", data + b"x = '\xff'\n").problems
+    assert (kind, rest) == ("decode", [])
+    assert "no-such-codec" in message and "undecodable bytes" in message
+
+
 # ----- line endings and whitespace -----------------------------------------
 
 

@@ -10,18 +10,23 @@ query never stalls the loop; between requests it fills the hint stores (warm.py)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import sys
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path, uri_scheme
 
 from anchor_ls import __version__
+from anchor_ls.server import framing
 from anchor_ls.server.folders import READY, Folder
 from anchor_ls.server.hints import HintForm
 from anchor_ls.server.positions import UTF16, position_to_bytes, text_lines
@@ -39,6 +44,9 @@ DEBOUNCE_SECONDS = 0.15
 ENGINE_QUIET = 0.3  # seconds without requests before the deferred resolver state loads
 ENGINE_WAIT = 0.05
 PYTHON_SUFFIXES = (".py", ".pyi")
+# Problems that leave a file out of the index (no hints at all): told in a message.
+# A decode problem (the file is read with replacements) goes to the client's log.
+UNINDEXED = frozenset({"too-large", "binary", "too-deep", "unreadable", "symlink-loop"})
 
 
 class AnchorServer(LanguageServer):
@@ -57,12 +65,45 @@ class AnchorServer(LanguageServer):
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._settled: dict[str, asyncio.Future[None]] = {}
         self._in_flight: dict[str, int] = {}  # uri -> buffer updates queued or running
+        self._told: dict[str, str] = {}  # uri -> the kind of its problem the user was told
         self._loop: asyncio.AbstractEventLoop | None = None
         self.startup_problems: list[str] = []
         self.warmer = HintWarmer(self)
         self._background: set[asyncio.Future[Any]] = set()
         self._preparing: asyncio.Future[None] | None = None
         self._prepare_again = False
+
+    # ----- transports ---------------------------------------------------
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls' start_io, reading messages with framing.serve (it survives bad frames)."""
+        self._stop_event = stop = threading.Event()
+        reader = framing.StdinLines(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(framing.serve(stop, reader, self.protocol))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost: shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """pygls' start_tcp, reading messages with framing.serve; serves one client."""
+        self._stop_event = stop = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)  # type: ignore[arg-type]
+            await framing.serve(stop, framing.StreamLines(reader), self.protocol)
+            self.shutdown()
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        with contextlib.suppress(asyncio.CancelledError):
+            asyncio.run(listen())
 
     # ----- plumbing -----------------------------------------------------
     @property
@@ -231,6 +272,7 @@ class AnchorServer(LanguageServer):
         if timer is not None:
             timer.cancel()
         self._pending_text.pop(uri, None)
+        self._told.pop(uri, None)  # closed: its problem is told again when it reopens
         self._settle(uri)
 
     def _settle(self, uri: str) -> None:
@@ -261,6 +303,7 @@ class AnchorServer(LanguageServer):
                 return
             folder, relpath = where
             if uri not in self._in_flight and _indexed_as(folder, relpath, text):
+                self.tell_problem(uri, folder, relpath)
                 return  # e.g. a document opened as it is on disk: nothing to queue or wait for
             started = self.loop.time()
             self._in_flight[uri] = self._in_flight.get(uri, 0) + 1
@@ -277,6 +320,7 @@ class AnchorServer(LanguageServer):
                 (self.loop.time() - started) * 1000,
                 len(changed),
             )
+            self.tell_problem(uri, folder, relpath)
             self.changed(changed)
         except Exception as exc:  # the index failed on this text: say so, keep serving
             log.exception("re-indexing %s failed", uri)
@@ -286,6 +330,24 @@ class AnchorServer(LanguageServer):
             )
         finally:
             self._settle(uri)
+
+    def tell_problem(self, uri: str, folder: Folder, relpath: str) -> None:
+        """Say why an open file has no hints (too large, binary...), or is read with
+        replacements (decode); once per file and kind of problem, not at every edit."""
+        index = folder.index
+        problem = index.problems.get(relpath) if index is not None else None
+        told = self._told.pop(uri, None)
+        if problem is None or problem.kind not in UNINDEXED | {"decode"}:
+            return
+        self._told[uri] = problem.kind
+        if problem.kind == told:
+            return
+        if problem.kind == "decode":
+            self.log_to_client(
+                f"anchor-ls: {relpath}: {problem.message}", types.MessageType.Warning
+            )
+        else:
+            self.tell_user(f"anchor-ls: no hints for {relpath}: {problem.message}")
 
     async def flush_all(self, uris: Iterable[str] | None = None) -> None:
         for uri in list(self._pending_text if uris is None else uris):

@@ -28,20 +28,28 @@ class DecodedSource:
 
 def declared_encoding(data: bytes) -> str:
     """The PEP 263 encoding: BOM, else a coding cookie on line 1 or 2, else UTF-8."""
+    return _declared(data)[0]
+
+
+def _declared(data: bytes) -> tuple[str, str | None]:
+    """(the encoding to read data in, why it is not the one declared when it is not).
+
+    Python refuses a file whose cookie names no codec; it is read as UTF-8 here, and
+    that is reported as a decode problem, like undecodable bytes."""
     if data.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
+        return "utf-8-sig", None
     lines = data.split(b"\n", 2)[:2]
     for i, line in enumerate(lines):
         match = _COOKIE.match(line)
         if match:
             name = match.group(1).decode("ascii", "replace")
             try:
-                return codecs.lookup(name).name
+                return codecs.lookup(name).name, None
             except LookupError:
-                return "utf-8"
+                return "utf-8", f"unknown encoding {name!r} in the coding cookie; read as utf-8"
         if i == 0 and not _BLANK_OR_COMMENT.match(line):
             break
-    return "utf-8"
+    return "utf-8", None
 
 
 def decode_source(data: bytes, *, limit: int = MAX_FILE_BYTES) -> DecodedSource:
@@ -50,13 +58,13 @@ def decode_source(data: bytes, *, limit: int = MAX_FILE_BYTES) -> DecodedSource:
         raise UnreadableSource("too-large", f"{len(data)} bytes, over the {limit}-byte limit")
     if b"\0" in data[:8192]:
         raise UnreadableSource("binary", "NUL bytes: not Python source")
-    encoding = declared_encoding(data)
-    warning = None
+    encoding, warning = _declared(data)
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as err:
         text = data.decode(encoding, "replace")
-        warning = f"undecodable bytes for {encoding} at offset {err.start}; replaced"
+        replaced = f"undecodable bytes for {encoding} at offset {err.start}; replaced"
+        warning = replaced if warning is None else f"{warning}; {replaced}"
     if "\0" in text:
         raise UnreadableSource("binary", "NUL bytes: not Python source")
     if encoding == "utf-8-sig" and text.startswith("\ufeff"):
