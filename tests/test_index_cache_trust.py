@@ -214,3 +214,5 @@ async def test_server_opening_a_folder_with_a_shipped_cache_runs_nothing(
     )
     assert {c.from_.detail or c.from_.name for c in calls} and not marker.exists()
     assert "quick_checkout" in {c.from_.name for c in calls}
+    told = [m.message for m in lsp.messages]
+    assert sum("was not written by this user on this machine; rebuilt" in m for m in told) == 1

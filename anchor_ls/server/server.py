@@ -387,6 +387,9 @@ class AnchorServer(LanguageServer):
                 )
                 progress.end(summary)
                 self.log_to_client(f"anchor-ls: indexed {folder.root}: {summary}")
+                for problem in folder.index.problems.values() if folder.index else ():
+                    if problem.kind == "cache":  # rebuilt, foreign rows, writes failing
+                        self.tell_user(f"anchor-ls: {problem.message}")
             else:
                 progress.end(f"failed: {folder.error}")
                 self.tell_user(f"anchor-ls: indexing {folder.root} failed: {folder.error}")
