@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -30,6 +31,7 @@ from anchor_ls.index import dense
 from anchor_ls.index.classtables import ClassTables, Share
 from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
+from anchor_ls.index.mro import Linearization, linearize
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values, renumbered
 from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.summary import (
@@ -184,6 +186,7 @@ class Binder:
         # Read off the summaries alone: only a changed file changes them.
         self._names: dict[str, list] = {}
         self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
+        self._children: dict[str, tuple[list[Scope], list[list[int]]]] = {}
         self._mutations: dict[str, dict[tuple[int, str], list]] = {}
         self._handed: dict[str, frozenset[str]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
@@ -201,7 +204,7 @@ class Binder:
         self._binding_values: dict[int, tuple[Binding, Values]] = {}
         self._lookup_cache: dict[tuple, Values] = {}
         self._returns: dict[tuple[str, int], Values] = {}
-        self._mro: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        self._mro: dict[tuple[str, int], Linearization[tuple[str, int]]] = {}
         self._module_attr_cache: dict[tuple[str, str], Values] = {}
         self._in_progress: set = set()
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
@@ -816,39 +819,44 @@ class Binder:
                     out.append(v)
         return out
 
-    def mro(self, cls: tuple[str, int]) -> list[tuple[str, int]]:
+    def mro(self, cls: tuple[str, int]) -> Linearization[tuple[str, int]]:
+        """cls and its repository bases in C3 order. Walked with a stack of its own, not
+        recursion: a chain of thousands of classes is as deep (a base still being
+        linearized, a cycle, stands for itself alone)."""
         cached = self._mro.get(cls)
         if cached is not None:
             return cached
         if cls in self._in_progress:
-            return [cls]
-        self._in_progress.add(cls)
+            return Linearization([cls], None, cyclic=True)
+        # (class, its bases, the MROs of those linearized so far), innermost last
+        stack: list[tuple[tuple[str, int], list[tuple[str, int]], list]] = []
         try:
-            parents = [(v[1], v[2]) for v in self.class_bases(cls) if v[0] == "c"]
-            seqs = [list(self.mro(p)) for p in parents] + [parents]
-            result = [cls]
+            self._push_mro(stack, cls)
             while True:
-                seqs = [s for s in seqs if s]
-                if not seqs:
-                    break
-                for seq in seqs:
-                    head = seq[0]
-                    if not any(head in s[1:] for s in seqs):
-                        break
-                else:  # inconsistent hierarchy: fall back to depth-first order
-                    for seq in seqs:
-                        for c in seq:
-                            if c not in result:
-                                result.append(c)
-                    break
-                result.append(head)
-                for s in seqs:
-                    if s and s[0] == head:
-                        del s[0]
+                klass, bases, done = stack[-1]
+                if len(done) < len(bases):
+                    base = bases[len(done)]
+                    found = self._mro.get(base)
+                    if found is not None or base in self._in_progress:
+                        done.append(found)
+                    else:
+                        self._push_mro(stack, base)
+                    continue
+                result = linearize(klass, bases, done)
+                stack.pop()
+                self._in_progress.discard(klass)
+                self._mro[klass] = result
+                if not stack:
+                    return result
+                stack[-1][2].append(result)
         finally:
-            self._in_progress.discard(cls)
-        self._mro[cls] = result
-        return result
+            for klass, _bases, _done in stack:
+                self._in_progress.discard(klass)
+
+    def _push_mro(self, stack: list, cls: tuple[str, int]) -> None:
+        self._in_progress.add(cls)
+        stack.append((cls, [], []))
+        stack[-1][1].extend((v[1], v[2]) for v in self.class_bases(cls) if v[0] == "c")
 
     def class_attr(self, cls: tuple[str, int], name: str, *, bound: bool, start: int = 0) -> Values:
         """Look `name` up along the MRO: class-body bindings, then `Cls.name = ...`."""
@@ -860,7 +868,7 @@ class Binder:
         if cached is not None:
             return cached
         result: Values = EMPTY
-        for klass in self.mro(cls)[start:]:
+        for klass in itertools.islice(self.mro(cls), start, None):
             if klass in definers and (bindings := self.names(*klass).get(name)):
                 values = self._reaching(klass[0], klass[1], name, bindings, None, ())
                 result = frozenset(self._bind_method(v, bound) for v in values)
@@ -959,8 +967,9 @@ class Binder:
         path, idx = cls
         table: dict[str, list] = defaultdict(list)
         scopes = self.summaries[path].scopes
-        for i, scope in enumerate(scopes):
-            if scope.parent != idx or scope.kind != "function" or not scope.params:
+        for i in self.children(path)[idx]:
+            scope = scopes[i]
+            if scope.kind != "function" or not scope.params:
                 continue
             receiver = scope.params[0].name
             for method_scope in self._with_nested(path, i):
@@ -968,6 +977,20 @@ class Binder:
                     if obj == ("n", receiver):
                         table[attr].append((value, path, method_scope, pos))
         self._inst_attrs[cls] = table
+        return table
+
+    def children(self, path: str) -> list[list[int]]:
+        """The scopes directly inside each scope of path, in order: asked for every class,
+        a scan of the file each time made a file of many classes quadratic."""
+        scopes = self.summaries[path].scopes
+        kept = self._children.get(path)
+        if kept is not None and kept[0] is scopes:
+            return kept[1]
+        table: list[list[int]] = [[] for _ in scopes]
+        for i, scope in enumerate(scopes):
+            if scope.parent >= 0:
+                table[scope.parent].append(i)
+        self._children[path] = (scopes, table)
         return table
 
     def _with_nested(self, path: str, idx: int) -> Iterable[int]:

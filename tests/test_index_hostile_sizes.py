@@ -1,0 +1,167 @@
+"""Valid files of hostile size: the index reads all of them, in work that grows with them.
+
+Thousands of stacked decorators, class chains thousands deep, `and`/`or` chains of any
+length and expressions nested as deep as CPython compiles. The work is counted in Python
+function calls (cProfile), never timed: doubling a file must about double it.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import random
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import CALLS, INHERITS, Index
+from anchor_ls.index.mro import c3_merge
+
+
+def stacked_decorators(n: int) -> str:
+    """One function under n decorators, wrapping ones and ones that hand it back in turn."""
+    head = (
+        "def wrap(f):\n"
+        "    def inner(*a, **k):\n"
+        "        return f(*a, **k)\n"
+        "    return inner\n\n\n"
+        "def same(f):\n"
+        "    return f\n\n\n"
+    )
+    decorators = "".join("@wrap\n" if i % 2 else "@same\n" for i in range(n))
+    return head + decorators + "def target():\n    return 1\n\n\ndef use():\n    target()\n"
+
+
+def chain(n: int) -> str:
+    """class K1(K0), class K2(K1), ... K(n-1); the last one's instance calls K0's method."""
+    out = ["class K0:\n    def m(self):\n        return 0\n\n\n"]
+    out += [f"class K{i}(K{i - 1}):\n    pass\n\n\n" for i in range(1, n)]
+    out.append(f"def use():\n    return K{n - 1}().m()\n")
+    return "".join(out)
+
+
+def build(root: Path, files: dict[str, str]) -> Index:
+    for rel, text in files.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False, workers=1)
+    index.build()
+    return index
+
+
+def work(tmp_path: Path, text: str) -> int:
+    """Python function calls a cold build of one file makes."""
+    root = tmp_path / f"w{len(list(tmp_path.iterdir()))}"
+    root.mkdir()
+    (root / "h.py").write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False, workers=1)
+    profile = cProfile.Profile()
+    profile.runcall(index.build)
+    return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+
+
+def calls(index: Index) -> set[tuple[str, str]]:
+    return {(e.src, e.dst) for e in index.graph.edges(CALLS)}
+
+
+@contextmanager
+def recursion_limit(limit: int) -> Iterator[None]:
+    """Python's default limit, as a spawned parse worker has it."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
+# ----- class chains -------------------------------------------------------------------
+def test_a_class_chain_deeper_than_the_recursion_limit_keeps_its_mro_and_calls(
+    tmp_path: Path,
+) -> None:
+    n = 5000  # the binder's MRO recursed two frames a class: past 6,000 it gave up
+    index = build(tmp_path, {"h.py": chain(n)})
+    assert ("h.py:use", "h.py:K0.m") in calls(index)
+    inherits = {(e.src, e.dst) for e in index.graph.edges(INHERITS)}
+    assert inherits == {(f"h.py:K{i}", f"h.py:K{i - 1}") for i in range(1, n)}
+    binder = index.binder
+    scopes = binder.summaries["h.py"].scopes
+    idx = {s.name: i for i, s in enumerate(scopes) if s.kind == "class"}
+    binder.forget_values()
+    with recursion_limit(1000):  # a stack of its own, not Python's
+        mro = list(binder.mro(("h.py", idx[f"K{n - 1}"])))
+    assert [scopes[i].name for _path, i in mro] == [f"K{i}" for i in reversed(range(n))]
+
+
+def test_class_chains_cost_work_in_proportion(tmp_path: Path) -> None:
+    """A class with one base shares its base's MRO, no merge walks the chain again."""
+    small, large = (work(tmp_path, chain(n) + chain(n).replace("K", "J")) for n in (200, 400))
+    assert large < 2.5 * small, (small, large)
+
+
+def textbook_merge(first: object, seqs: list[list]) -> list:
+    """The C3 merge as the binder had it (quadratic per class), the reference."""
+    seqs = [list(s) for s in seqs]
+    result = [first]
+    while True:
+        seqs = [s for s in seqs if s]
+        if not seqs:
+            return result
+        for seq in seqs:
+            head = seq[0]
+            if not any(head in s[1:] for s in seqs):
+                break
+        else:
+            for seq in seqs:
+                for c in seq:
+                    if c not in result:
+                        result.append(c)
+            return result
+        result.append(head)
+        for s in seqs:
+            if s and s[0] == head:
+                del s[0]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_merge_is_the_textbook_c3_merge(seed: int) -> None:
+    """On lists as MROs give them, inconsistent ones and repeats (cut cycles) included."""
+    rnd = random.Random(seed)
+    classes = list(range(rnd.randint(2, 14)))
+    seqs = []
+    for _ in range(rnd.randint(1, 4)):
+        picked = rnd.sample(classes, rnd.randint(1, len(classes)))
+        if rnd.random() < 0.3:
+            picked.sort()  # consistent orders are the usual case
+        if rnd.random() < 0.15:
+            picked.insert(rnd.randint(0, len(picked)), rnd.choice(picked))  # a repeat
+        seqs.append(picked)
+    seqs.append([s[0] for s in seqs])  # the bases, in order
+    assert c3_merge(-1, seqs) == textbook_merge(-1, seqs)
+
+
+def test_the_mro_is_pythons_on_random_hierarchies(tmp_path: Path) -> None:
+    rnd = random.Random(18)
+    made: dict[str, type] = {}
+    lines = []
+    for i in range(80):
+        name = f"X{i}"
+        for _attempt in range(5):
+            bases = rnd.sample(sorted(made), min(len(made), rnd.randint(0, 3)))
+            try:
+                made[name] = type(name, tuple(made[b] for b in bases), {})
+                break
+            except TypeError:  # no consistent MRO: Python refuses the class
+                continue
+        else:
+            bases = []
+            made[name] = type(name, (), {})
+        lines.append(f"class {name}({', '.join(bases)}):\n    pass\n")
+    index = build(tmp_path, {"h.py": "\n".join(lines)})
+    scopes = index.binder.summaries["h.py"].scopes
+    for i, scope in enumerate(scopes):
+        if scope.kind == "class":
+            mro = [scopes[j].name for _path, j in index.binder.mro(("h.py", i))]
+            assert mro == [c.__name__ for c in made[scope.name].__mro__[:-1]]
