@@ -8,6 +8,7 @@ function calls (cProfile), never timed: doubling a file must about double it.
 from __future__ import annotations
 
 import cProfile
+import itertools
 import pstats
 import random
 import sys
@@ -19,6 +20,9 @@ import pytest
 
 from anchor_ls.index import CALLS, INHERITS, Index
 from anchor_ls.index.mro import c3_merge
+from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.reparse import Reparser
+from anchor_ls.syntax.summary import scope_bodies
 
 
 def stacked_decorators(n: int) -> str:
@@ -196,3 +200,112 @@ def test_the_mro_is_pythons_on_random_hierarchies(tmp_path: Path) -> None:
         if scope.kind == "class":
             mro = [scopes[j].name for _path, j in index.binder.mro(("h.py", i))]
             assert mro == [c.__name__ for c in made[scope.name].__mro__[:-1]]
+
+
+# ----- deep expressions ----------------------------------------------------------------
+AROUND = (
+    "def before():\n    return 1\n\n\n"
+    "def deep(a, b):\n    before()\n    x = {expr}\n    before(x)\n    return x\n\n\n"
+    "def after():\n    return deep(1, 2)\n"
+)
+
+
+def read_around(tmp_path: Path, expr: str) -> Index:
+    index = build(tmp_path, {"h.py": AROUND.format(expr=expr)})
+    assert {"h.py:before", "h.py:deep", "h.py:after"} <= set(index.graph.entities)
+    assert {("h.py:deep", "h.py:before"), ("h.py:after", "h.py:deep")} <= calls(index)
+    assert len(index.graph.sites("h.py:deep", "h.py:before")) >= 2
+    return index
+
+
+@pytest.mark.parametrize("op", [" and ", " or ", " + ", " | "])
+def test_a_chain_of_thousands_of_operators_is_read_whole(tmp_path: Path, op: str) -> None:
+    terms = [f"before({i})" if i % 500 == 0 else f"a{i}" for i in range(2000)]
+    index = read_around(tmp_path, op.join(terms))
+    # the calls inside the chain, the first as well as the last
+    assert len(index.graph.sites("h.py:deep", "h.py:before")) == 2 + 4
+    assert index.problems == {}
+
+
+def test_a_call_of_a_long_or_chain_flows_every_operand(tmp_path: Path) -> None:
+    ors = " or ".join(["b"] * 1999 + ["before"])
+    text = AROUND.format(expr="1") + (
+        f"\n\ndef run(f):\n    return f()\n\n\ndef call(b):\n    return run({ors})\n"
+    )
+    index = build(tmp_path, {"h.py": text})
+    assert {("h.py:call", "h.py:run"), ("h.py:run", "h.py:before")} <= calls(index)
+    assert index.problems == {}
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "a" + ".b" * 1999,  # CPython compiles each of these
+        "a" + "()" * 1999,
+        "a" + "[0]" * 1999,
+        "not " * 1999 + "a",
+        "-" * 1999 + "a",
+        "a if b else " * 1999 + "a",
+    ],
+    ids=["attributes", "calls", "subscripts", "nots", "negations", "conditionals"],
+)
+def test_an_expression_nested_as_deep_as_cpython_compiles_costs_only_itself(
+    tmp_path: Path, expr: str
+) -> None:
+    compile(AROUND.format(expr=expr), "h.py", "exec")
+    index = read_around(tmp_path, expr)
+    problem = index.problems["h.py"]
+    assert problem.kind == "too-deep" and "line 7" in problem.message
+
+
+@pytest.mark.parametrize("depth", [199, 1000, 20_000])
+def test_nested_lists_and_parentheses_are_read_around(tmp_path: Path, depth: int) -> None:
+    """CPython takes 199 nested brackets and refuses 200; tree-sitter reads more."""
+    nested = "[" * depth + "1" + "]" * depth + " + (" * depth + "before()" + ")" * depth
+    index = read_around(tmp_path, nested)
+    assert index.problems["h.py"].kind == "too-deep"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["a" + ".b" * 1999, " and ".join(["a"] * 20_000), "[" * 190 + "]" * 190, "-" * 3000 + "1"],
+    ids=["attributes", "and-chain", "lists", "negative-number"],
+)
+def test_a_deep_file_is_summarized_under_the_default_recursion_limit(expr: str) -> None:
+    """A spawned parse worker runs with Python's default limit."""
+    text = AROUND.format(expr=expr).encode()
+    with recursion_limit(1000):
+        summary = summarize("h.py", text)
+        bodies = scope_bodies(summary)
+    assert [s.qualname for s in summary.scopes] == ["", "before", "deep", "after"]
+    deep_calls = bodies[2][0]
+    assert [c.func for c in deep_calls if c.func[0] == "n"][:1] == [("n", "before")]
+    assert [c.func for c in deep_calls][-1] == ("n", "before")
+
+
+def test_a_deep_negative_number_is_a_number() -> None:
+    text = b"x = [1, 2, 3][" + b"-" * 3001 + b"1]\n"
+    with recursion_limit(1000):
+        summary = summarize("h.py", text)
+    binding = summary.scopes[0].bindings[0]
+    assert binding.value == ("s", ("l", (("k", 1), ("k", 2), ("k", 3))), ("k", -1))
+
+
+def test_chains_and_nesting_together_stay_in_order(tmp_path: Path) -> None:
+    """Calls inside an operator chain keep the order of the source (an edit's walk and the
+    whole file's walk must agree on every site)."""
+    parts = [f"g{i}(before())" for i in range(5)]
+    text = AROUND.format(expr=" or ".join(parts))
+    summary = summarize("h.py", text.encode())
+    names = [c.func[1] for c in scope_bodies(summary)[2][0] if c.func[0] == "n"]
+    expected = ["before", *itertools.chain.from_iterable(("before", f"g{i}") for i in range(5))]
+    assert names == [*expected, "before"]
+
+
+def test_an_edit_that_nests_too_deep_inside_a_function_is_reported_as_a_whole_walk_would() -> None:
+    reparser = Reparser()
+    first = reparser.summarize("h.py", AROUND.format(expr="a").encode(), None).summary
+    text = AROUND.format(expr="a" + ".b" * 1999).encode()
+    edited = reparser.summarize("h.py", text, first)
+    assert edited.summary.problems == summarize("h.py", text).problems
+    assert [kind for kind, _message in edited.summary.problems] == ["too-deep"]
