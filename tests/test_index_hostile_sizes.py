@@ -136,6 +136,27 @@ def test_class_chains_cost_work_in_proportion(tmp_path: Path) -> None:
     assert large < 2.5 * small, (small, large)
 
 
+def constructed_chain(n: int) -> str:
+    """A chain whose every class is instantiated; the constructor is the root's."""
+    out = ["class K0:\n    def __init__(self):\n        self.x = 1\n\n\n"]
+    for i in range(1, n):
+        out.append(f"class K{i}(K{i - 1}):\n    pass\n\n\ndef make{i}():\n    return K{i}()\n\n\n")
+    return "".join(out)
+
+
+def test_a_chain_whose_every_class_is_constructed_costs_work_in_proportion(
+    tmp_path: Path,
+) -> None:
+    """Where a name is found along an MRO is remembered for the MROs that end with it:
+    each class's `__init__` is not looked for down the whole chain again."""
+    small, large = (work(tmp_path, constructed_chain(n)) for n in (200, 400))
+    assert large < 2.5 * small, (small, large)
+    (tmp_path / "built").mkdir()
+    index = build(tmp_path / "built", {"h.py": constructed_chain(400)})
+    found = calls(index)
+    assert all((f"h.py:make{i}", "h.py:K0.__init__") in found for i in range(1, 400))
+
+
 def textbook_merge(first: object, seqs: list[list]) -> list:
     """The C3 merge as the binder had it (quadratic per class), the reference."""
     seqs = [list(s) for s in seqs]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -138,6 +137,7 @@ class Binder:
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
         self._tree_reads = {}
+        self._mro_found = {}  # found by names and stores in class bodies
         if not same_interface:
             self._subclass_cache = {}
             self.forget_values()
@@ -205,6 +205,7 @@ class Binder:
         self._lookup_cache: dict[tuple, Values] = {}
         self._returns: dict[tuple[str, int], Values] = {}
         self._mro: dict[tuple[str, int], Linearization[tuple[str, int]]] = {}
+        self._mro_found: dict[tuple[Linearization, tuple], object] = {}
         self._module_attr_cache: dict[tuple[str, str], Values] = {}
         self._in_progress: set = set()
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
@@ -868,13 +869,49 @@ class Binder:
         if cached is not None:
             return cached
         result: Values = EMPTY
-        for klass in itertools.islice(self.mro(cls), start, None):
-            if klass in definers and (bindings := self.names(*klass).get(name)):
-                values = self._reaching(klass[0], klass[1], name, bindings, None, ())
-                result = frozenset(self._bind_method(v, bound) for v in values)
-                break
+        klass = self._first_in_mro(
+            cls, ("class", name), lambda k: k in definers and bool(self.names(*k).get(name)), start
+        )
+        if klass is not None:
+            bindings = self.names(*klass)[name]
+            values = self._reaching(klass[0], klass[1], name, bindings, None, ())
+            result = frozenset(self._bind_method(v, bound) for v in values)
         self._class_attr_cache[key] = result
         return result
+
+    def _first_in_mro(
+        self,
+        cls: tuple[str, int],
+        key: tuple,
+        test: Callable[[tuple[str, int]], bool],
+        start: int = 0,
+    ) -> tuple[str, int] | None:
+        """The first class of cls's MRO (from the start-th, 0 or 1) that test holds for.
+
+        Remembered (by key) for each MRO it ends with: a class with one base shares its
+        base's MRO and so its answer, so asking it of each class of a chain costs a step a
+        class, not its depth a class. test reads class bodies alone (put_file forgets the
+        answers)."""
+        memo = self._mro_found
+        visited = []
+        found: tuple[str, int] | None = None
+        for i, (node, own) in enumerate(self.mro(cls).parts()):
+            if i == 0 and start:  # cls itself: its MRO is no other's
+                found = next((c for c in own[start:] if test(c)), None)
+                if found is not None:
+                    return found
+                continue
+            known = memo.get((node, key), memo)
+            if known is not memo:
+                found = known  # type: ignore[assignment]
+                break
+            visited.append(node)
+            found = next((c for c in own if test(c)), None)
+            if found is not None:
+                break
+        for node in visited:
+            memo[(node, key)] = found
+        return found
 
     def _bind_method(self, value: Value, bound: bool) -> Value:
         if value[0] != "f":
@@ -891,17 +928,19 @@ class Binder:
 
     def metaclass_call(self, cls: tuple[str, int]) -> Values:
         """`__call__` of a repository metaclass: calling the class runs it."""
-        for klass in self.mro(cls):
-            scope = self.scope(*klass)
-            if scope.metaclass is None:
-                continue
-            meta = self.eval(scope.metaclass, Ctx(klass[0], scope.parent, None))
-            out: set[Value] = set()
-            for m in meta:
-                if m[0] == "c":
-                    out |= self.class_attr((m[1], m[2]), "__call__", bound=True)
-            return frozenset(out)
-        return EMPTY
+        klass = self._first_in_mro(
+            cls, ("metaclass",), lambda k: self.scope(*k).metaclass is not None
+        )
+        if klass is None:
+            return EMPTY
+        scope = self.scope(*klass)
+        assert scope.metaclass is not None
+        meta = self.eval(scope.metaclass, Ctx(klass[0], scope.parent, None))
+        out: set[Value] = set()
+        for m in meta:
+            if m[0] == "c":
+                out |= self.class_attr((m[1], m[2]), "__call__", bound=True)
+        return frozenset(out)
 
     def method_kind(self, path: str, idx: int) -> str:
         """'static', 'class', 'property' or 'instance' from the decorators."""
@@ -931,16 +970,17 @@ class Binder:
         out: set[Value] = set()
         getters: list[Value] = []
         try:
-            for klass in self.mro(cls):
-                bindings = self.names(*klass).get(name)
-                if bindings:
-                    values = self._reaching(klass[0], klass[1], name, bindings, None, ())
-                    for v in values:
-                        if v[0] == "f" and self._is_property(v):
-                            getters.append(v)
-                        else:
-                            out.add(self._bind_method(v, True))
-                    break
+            klass = self._first_in_mro(
+                cls, ("names", name), lambda k: bool(self.names(*k).get(name))
+            )
+            if klass is not None:
+                bindings = self.names(*klass)[name]
+                values = self._reaching(klass[0], klass[1], name, bindings, None, ())
+                for v in values:
+                    if v[0] == "f" and self._is_property(v):
+                        getters.append(v)
+                    else:
+                        out.add(self._bind_method(v, True))
             for klass in self.mro(cls):
                 for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
                     out |= self.eval(value_expr, Ctx(path, scope_idx, pos))

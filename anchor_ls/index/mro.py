@@ -43,6 +43,14 @@ class Linearization(Sequence[T], Generic[T]):
     def __len__(self) -> int:
         return self._size
 
+    def parts(self) -> Iterator[tuple[Linearization[T], list[T]]]:
+        """Each MRO this one ends with, itself first, and the classes it puts before the
+        next: what is found along one can be remembered for all that end with it."""
+        node: Linearization[T] | None = self
+        while node is not None:
+            yield node, node._own
+            node = node._rest
+
     @overload
     def __getitem__(self, index: int) -> T: ...
     @overload
