@@ -79,7 +79,7 @@ PROFILE = """
 import cProfile, pstats, sys
 from anchor_ls.index import Index
 index = Index(sys.argv[1], use_cache=False, workers=1)
-cProfile.run("index.build()", "/dev/null" if False else sys.argv[2])
+cProfile.run("index.build()", sys.argv[2])
 pstats.Stats(sys.argv[2]).sort_stats("tottime").print_stats(15)
 """
 
