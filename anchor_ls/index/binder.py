@@ -137,7 +137,7 @@ class Binder:
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
         self._tree_reads = {}
-        self._mro_found = {}  # found by names and stores in class bodies
+        self._mro_found = {}  # found by what class bodies bind
         if not same_interface:
             self._subclass_cache = {}
             self.forget_values()
