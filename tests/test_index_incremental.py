@@ -163,14 +163,16 @@ def test_a_file_turned_binary_is_dropped_and_reported(index: Index) -> None:
     assert index.graph.to_json() == fresh_json(index.root)
 
 
-def test_an_editor_buffer_of_a_nested_too_deep_file_is_a_problem_not_an_exception(
+def test_an_editor_buffer_nested_too_deep_is_a_problem_and_read_around_the_nesting(
     index: Index,
 ) -> None:
     rel = "pkg/pricing.py"
-    deep = "x = " + "(" * 10000 + "1" + ")" * 10000 + "\n"
+    deep = "x = " + "(" * 10000 + "1" + ")" * 10000 + "\n\n\ndef kept():\n    return len(x)\n"
     changed = index.update_file(rel, deep)
     assert index.problems[rel].kind == "too-deep"
-    assert rel in changed and rel not in index.graph.files()
+    assert "line 1" in index.problems[rel].message
+    assert rel in changed and rel in index.graph.files()
+    assert "pkg/pricing.py:kept" in index.graph.entities
     assert "pkg/service.py:checkout" in index.graph.entities
     index.update_file(rel, (EXAMPLE / rel).read_text(encoding="utf-8"))
     assert index.problems == {}

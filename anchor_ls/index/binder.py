@@ -30,6 +30,7 @@ from anchor_ls.index import dense
 from anchor_ls.index.classtables import ClassTables, Share
 from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
+from anchor_ls.index.mro import Linearization, linearize
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values, renumbered
 from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.summary import (
@@ -136,6 +137,7 @@ class Binder:
             for key in [k for k in cache if k[0] == path]:
                 del cache[key]
         self._tree_reads = {}
+        self._mro_found = {}  # found by what class bodies bind
         if not same_interface:
             self._subclass_cache = {}
             self.forget_values()
@@ -184,6 +186,7 @@ class Binder:
         # Read off the summaries alone: only a changed file changes them.
         self._names: dict[str, list] = {}
         self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
+        self._children: dict[str, tuple[list[Scope], list[list[int]]]] = {}
         self._mutations: dict[str, dict[tuple[int, str], list]] = {}
         self._handed: dict[str, frozenset[str]] = {}
         self._subclass_cache: dict[tuple[str, int], frozenset] = {}
@@ -201,13 +204,14 @@ class Binder:
         self._binding_values: dict[int, tuple[Binding, Values]] = {}
         self._lookup_cache: dict[tuple, Values] = {}
         self._returns: dict[tuple[str, int], Values] = {}
-        self._mro: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        self._mro: dict[tuple[str, int], Linearization[tuple[str, int]]] = {}
+        self._mro_found: dict[tuple[Linearization, tuple], object] = {}
         self._module_attr_cache: dict[tuple[str, str], Values] = {}
         self._in_progress: set = set()
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
         self._class_attr_cache: dict[tuple, Values] = {}
         self._override_cache: dict[tuple, frozenset] = {}
-        self._decorated: dict[tuple[str, int, int], tuple[Values, Values]] = {}
+        self._decorated: dict[tuple[str, int, int], tuple[Values, Values | None]] = {}
 
     def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
         """One file changed: update the tables read off every summary (rebuilding them
@@ -575,7 +579,7 @@ class Binder:
             kind = "c" if scope.kind == "class" else "f"
             return frozenset({(kind, ctx.path, expr[1])})
         if tag == "dw":
-            made = self._decoration(ctx.path, expr[1], expr[2])[0]
+            made = self._made(ctx.path, expr[1], expr[2])
             return made or self.eval(("f", expr[1]), ctx)
         if tag == "or":
             out: set[Value] = set()
@@ -816,39 +820,44 @@ class Binder:
                     out.append(v)
         return out
 
-    def mro(self, cls: tuple[str, int]) -> list[tuple[str, int]]:
+    def mro(self, cls: tuple[str, int]) -> Linearization[tuple[str, int]]:
+        """cls and its repository bases in C3 order. Walked with a stack of its own, not
+        recursion: a chain of thousands of classes is as deep (a base still being
+        linearized, a cycle, stands for itself alone)."""
         cached = self._mro.get(cls)
         if cached is not None:
             return cached
         if cls in self._in_progress:
-            return [cls]
-        self._in_progress.add(cls)
+            return Linearization([cls], None, cyclic=True)
+        # (class, its bases, the MROs of those linearized so far), innermost last
+        stack: list[tuple[tuple[str, int], list[tuple[str, int]], list]] = []
         try:
-            parents = [(v[1], v[2]) for v in self.class_bases(cls) if v[0] == "c"]
-            seqs = [list(self.mro(p)) for p in parents] + [parents]
-            result = [cls]
+            self._push_mro(stack, cls)
             while True:
-                seqs = [s for s in seqs if s]
-                if not seqs:
-                    break
-                for seq in seqs:
-                    head = seq[0]
-                    if not any(head in s[1:] for s in seqs):
-                        break
-                else:  # inconsistent hierarchy: fall back to depth-first order
-                    for seq in seqs:
-                        for c in seq:
-                            if c not in result:
-                                result.append(c)
-                    break
-                result.append(head)
-                for s in seqs:
-                    if s and s[0] == head:
-                        del s[0]
+                klass, bases, done = stack[-1]
+                if len(done) < len(bases):
+                    base = bases[len(done)]
+                    found = self._mro.get(base)
+                    if found is not None or base in self._in_progress:
+                        done.append(found)
+                    else:
+                        self._push_mro(stack, base)
+                    continue
+                result = linearize(klass, bases, done)
+                stack.pop()
+                self._in_progress.discard(klass)
+                self._mro[klass] = result
+                if not stack:
+                    return result
+                stack[-1][2].append(result)
         finally:
-            self._in_progress.discard(cls)
-        self._mro[cls] = result
-        return result
+            for klass, _bases, _done in stack:
+                self._in_progress.discard(klass)
+
+    def _push_mro(self, stack: list, cls: tuple[str, int]) -> None:
+        self._in_progress.add(cls)
+        stack.append((cls, [], []))
+        stack[-1][1].extend((v[1], v[2]) for v in self.class_bases(cls) if v[0] == "c")
 
     def class_attr(self, cls: tuple[str, int], name: str, *, bound: bool, start: int = 0) -> Values:
         """Look `name` up along the MRO: class-body bindings, then `Cls.name = ...`."""
@@ -860,13 +869,49 @@ class Binder:
         if cached is not None:
             return cached
         result: Values = EMPTY
-        for klass in self.mro(cls)[start:]:
-            if klass in definers and (bindings := self.names(*klass).get(name)):
-                values = self._reaching(klass[0], klass[1], name, bindings, None, ())
-                result = frozenset(self._bind_method(v, bound) for v in values)
-                break
+        klass = self._first_in_mro(
+            cls, ("class", name), lambda k: k in definers and bool(self.names(*k).get(name)), start
+        )
+        if klass is not None:
+            bindings = self.names(*klass)[name]
+            values = self._reaching(klass[0], klass[1], name, bindings, None, ())
+            result = frozenset(self._bind_method(v, bound) for v in values)
         self._class_attr_cache[key] = result
         return result
+
+    def _first_in_mro(
+        self,
+        cls: tuple[str, int],
+        key: tuple,
+        test: Callable[[tuple[str, int]], bool],
+        start: int = 0,
+    ) -> tuple[str, int] | None:
+        """The first class of cls's MRO (from the start-th, 0 or 1) that test holds for.
+
+        Remembered (by key) for each MRO it ends with: a class with one base shares its
+        base's MRO and so its answer, so asking it of each class of a chain costs a step a
+        class, not its depth a class. test reads class bodies alone (put_file forgets the
+        answers)."""
+        memo = self._mro_found
+        visited = []
+        found: tuple[str, int] | None = None
+        for i, (node, own) in enumerate(self.mro(cls).parts()):
+            if i == 0 and start:  # cls itself: its MRO is no other's
+                found = next((c for c in own[start:] if test(c)), None)
+                if found is not None:
+                    return found
+                continue
+            known = memo.get((node, key), memo)
+            if known is not memo:
+                found = known  # type: ignore[assignment]
+                break
+            visited.append(node)
+            found = next((c for c in own if test(c)), None)
+            if found is not None:
+                break
+        for node in visited:
+            memo[(node, key)] = found
+        return found
 
     def _bind_method(self, value: Value, bound: bool) -> Value:
         if value[0] != "f":
@@ -883,17 +928,19 @@ class Binder:
 
     def metaclass_call(self, cls: tuple[str, int]) -> Values:
         """`__call__` of a repository metaclass: calling the class runs it."""
-        for klass in self.mro(cls):
-            scope = self.scope(*klass)
-            if scope.metaclass is None:
-                continue
-            meta = self.eval(scope.metaclass, Ctx(klass[0], scope.parent, None))
-            out: set[Value] = set()
-            for m in meta:
-                if m[0] == "c":
-                    out |= self.class_attr((m[1], m[2]), "__call__", bound=True)
-            return frozenset(out)
-        return EMPTY
+        klass = self._first_in_mro(
+            cls, ("metaclass",), lambda k: self.scope(*k).metaclass is not None
+        )
+        if klass is None:
+            return EMPTY
+        scope = self.scope(*klass)
+        assert scope.metaclass is not None
+        meta = self.eval(scope.metaclass, Ctx(klass[0], scope.parent, None))
+        out: set[Value] = set()
+        for m in meta:
+            if m[0] == "c":
+                out |= self.class_attr((m[1], m[2]), "__call__", bound=True)
+        return frozenset(out)
 
     def method_kind(self, path: str, idx: int) -> str:
         """'static', 'class', 'property' or 'instance' from the decorators."""
@@ -923,16 +970,17 @@ class Binder:
         out: set[Value] = set()
         getters: list[Value] = []
         try:
-            for klass in self.mro(cls):
-                bindings = self.names(*klass).get(name)
-                if bindings:
-                    values = self._reaching(klass[0], klass[1], name, bindings, None, ())
-                    for v in values:
-                        if v[0] == "f" and self._is_property(v):
-                            getters.append(v)
-                        else:
-                            out.add(self._bind_method(v, True))
-                    break
+            klass = self._first_in_mro(
+                cls, ("names", name), lambda k: bool(self.names(*k).get(name))
+            )
+            if klass is not None:
+                bindings = self.names(*klass)[name]
+                values = self._reaching(klass[0], klass[1], name, bindings, None, ())
+                for v in values:
+                    if v[0] == "f" and self._is_property(v):
+                        getters.append(v)
+                    else:
+                        out.add(self._bind_method(v, True))
             for klass in self.mro(cls):
                 for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
                     out |= self.eval(value_expr, Ctx(path, scope_idx, pos))
@@ -959,8 +1007,9 @@ class Binder:
         path, idx = cls
         table: dict[str, list] = defaultdict(list)
         scopes = self.summaries[path].scopes
-        for i, scope in enumerate(scopes):
-            if scope.parent != idx or scope.kind != "function" or not scope.params:
+        for i in self.children(path)[idx]:
+            scope = scopes[i]
+            if scope.kind != "function" or not scope.params:
                 continue
             receiver = scope.params[0].name
             for method_scope in self._with_nested(path, i):
@@ -968,6 +1017,20 @@ class Binder:
                     if obj == ("n", receiver):
                         table[attr].append((value, path, method_scope, pos))
         self._inst_attrs[cls] = table
+        return table
+
+    def children(self, path: str) -> list[list[int]]:
+        """The scopes directly inside each scope of path, in order: asked for every class,
+        a scan of the file each time made a file of many classes quadratic."""
+        scopes = self.summaries[path].scopes
+        kept = self._children.get(path)
+        if kept is not None and kept[0] is scopes:
+            return kept[1]
+        table: list[list[int]] = [[] for _ in scopes]
+        for i, scope in enumerate(scopes):
+            if scope.parent >= 0:
+                table[scope.parent].append(i)
+        self._children[path] = (scopes, table)
         return table
 
     def _with_nested(self, path: str, idx: int) -> Iterable[int]:
@@ -1419,19 +1482,26 @@ class Binder:
         decorators that wrapped it). What they make is repository code wrapping it: a
         function nested in a decorator that calls the decorator's parameter, or an instance
         of a decorator class; empty when they hand it back (`return f`) or are not
-        repository code: the definition itself is what runs."""
+        repository code: the definition itself is what runs.
+
+        One pass from the bottom decorator up keeps what each start gives on its way (each
+        decorator's call site asks for the ones below it): n decorators cost n steps, not
+        n * n / 2 (8,000 took 50 s). Those starts keep no wrapping decorators (None):
+        only start 0 is asked for them."""
         key = (path, idx, start)
         cached = self._decorated.get(key)
-        if cached is not None:
+        if cached is not None and cached[1] is not None:
             return cached
-        self._decorated[key] = (EMPTY, EMPTY)  # a decorator applied to itself sees nothing yet
+        if cached is None:  # a decorator applied to itself sees nothing yet
+            self._decorated[key] = (EMPTY, EMPTY)
         scope = self.summaries[path].scopes[idx]
         ctx = Ctx(path, scope.parent, None)
         current: Values = EMPTY
         wrapping: set[tuple[str, int]] = set()
-        for expr in reversed(scope.decorators[start:]):  # the bottom decorator applies first
+        # the bottom decorator applies first
+        for at in range(len(scope.decorators) - 1, start - 1, -1):
             made: set[Value] = set()
-            for dec in self.eval(expr, ctx):
+            for dec in self.eval(scope.decorators[at], ctx):
                 if dec[0] == "c":
                     made.add(("i", dec[1], dec[2]))
                     wrapping.add((dec[1], dec[2]))
@@ -1441,8 +1511,15 @@ class Binder:
                     if wrappers:
                         wrapping.add((dec[1], dec[2]))
             current = frozenset(made) or current
+            if at > start:
+                self._decorated.setdefault((path, idx, at), (current, None))
         self._decorated[key] = result = (current, frozenset(wrapping))
         return result
+
+    def _made(self, path: str, idx: int, start: int) -> Values:
+        """What a definition's decorators from the start-th down make of it."""
+        cached = self._decorated.get((path, idx, start))
+        return cached[0] if cached is not None else self._decoration(path, idx, start)[0]
 
     def _wrappers(self, dec: tuple[str, int], bound: bool) -> set[Value]:
         """The functions decorator dec returns that call the function it was given."""

@@ -72,6 +72,11 @@ _NOT_A_USE = frozenset(
 _TYPE_FACTORIES = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType"})
 _KEYED_NAMES = frozenset({"environ", "environb", "config"})
 _TARGET_SEQUENCES = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"})
+# How deep expressions nest before the walk leaves the inner part out (as unknown). Real
+# code stays far below; CPython compiles `a.b.b.b...` or `- - - x` thousands deep, and the
+# walk (and the binder after it) recurses once or thrice a level. Chains of `and`/`or` and
+# of binary operators, which CPython takes at any length, are walked flat instead.
+MAX_EXPR_DEPTH = 200
 
 
 def parser() -> Parser:
@@ -114,6 +119,14 @@ def summary_of(relpath: str, decoded: DecodedSource, text: bytes, tree: Tree) ->
     summary.constants = walker.constants
     if decoded.warning:
         summary.problems.append(("decode", decoded.warning))
+    if walker.cut is not None:
+        summary.problems.append(
+            (
+                "too-deep",
+                f"an expression nested over {MAX_EXPR_DEPTH} deep at line {walker.cut} was "
+                "read in part; the rest of the file was read",
+            )
+        )
     if tree.root_node.has_error:
         broken = next((r for r in roots if r.has_error), tree.root_node)
         summary.problems.append(("syntax", _first_error(broken)))
@@ -178,7 +191,7 @@ def rewalk_function(text: bytes, node: Node, idx: int, head: Scope) -> list[Scop
     )
     walker.scopes = [module] * idx + [scope]
     walker.enter(idx, node.child_by_field_name("body"))
-    if module.bindings:
+    if module.bindings or walker.cut is not None:  # the whole walk reports the cut
         return None
     return walker.scopes[idx:]
 
@@ -201,6 +214,7 @@ def walk_statements(text: bytes, nodes: list[Node], first: int) -> Statements:
     for node in nodes:
         walker.stmt(node)
     apart = walker.block_counter == 0 and walker.all_names is None and not module.global_names
+    apart = apart and walker.cut is None  # the whole walk reports the cut
     apart = apart and not any(b"__all__" in text[n.start_byte : n.end_byte] for n in nodes)
     return Statements(module, walker.scopes[first:], walker.constants, apart)
 
@@ -289,6 +303,14 @@ class _Walker:
         self.constants: list[tuple[str, int, int, Span]] = []
         self.no_refs = False  # inside `isinstance(...)` arguments or an `except` clause
         self.name_exprs: dict[str, Expr] = {}
+        self.depth = 0  # expressions (and targets, annotations) being walked, nested
+        self.cut: int | None = None  # the first line where an expression was too deep
+
+    def too_deep(self, node: Node) -> Expr:
+        """What an expression nested past MAX_EXPR_DEPTH stands for: unknown, unread."""
+        if self.cut is None:
+            self.cut = node.start_point[0] + 1
+        return UNKNOWN
 
     # ----- helpers ------------------------------------------------------
     def text(self, node: Node) -> str:
@@ -711,7 +733,17 @@ class _Walker:
         t = node.type
         if t == "identifier":
             self.bind(self.text(node), value, pos)
-        elif t == "attribute":
+            return
+        if self.depth >= MAX_EXPR_DEPTH:
+            self.too_deep(node)
+            return
+        self.depth += 1
+        self.nested_target(node, t, value, pos)
+        self.depth -= 1
+
+    def nested_target(self, node: Node, t: str, value: Expr, pos: int) -> None:
+        """target() of what is not a name, one level deeper."""
+        if t == "attribute":
             obj = self.expr(node.child_by_field_name("object"))
             attr = node.child_by_field_name("attribute")
             if attr is not None:
@@ -745,7 +777,12 @@ class _Walker:
             key = self.expr(keys[0]) if keys else UNKNOWN
             added: Expr = ("d", ((key, value),))
             replaces = key[0] == "k"
+            depth = self.depth
             while base is not None and base.type == "subscript":  # d["a"]["b"] = v
+                depth += 1
+                if depth >= MAX_EXPR_DEPTH:
+                    self.too_deep(node)
+                    return
                 keys = base.children_by_field_name("subscript")
                 added = ("d", ((self.expr(keys[0]) if keys else UNKNOWN, added),))
                 base, replaces = base.child_by_field_name("value"), False
@@ -769,6 +806,15 @@ class _Walker:
             if read and is_constant_name(value[1]):
                 self.use("n", value, node)
             return value
+        if self.depth >= MAX_EXPR_DEPTH:
+            return self.too_deep(node)
+        self.depth += 1
+        value = self.nested_expr(node, t, read)
+        self.depth -= 1
+        return value
+
+    def nested_expr(self, node: Node, t: str, read: bool) -> Expr:
+        """expr() of what is not a name, one level deeper."""
         if t == "attribute":
             attr = node.child_by_field_name("attribute")
             base = self.expr(node.child_by_field_name("object"))
@@ -929,10 +975,28 @@ class _Walker:
         return values[0] if len(values) == 1 else UNKNOWN
 
     def e_either(self, node: Node) -> Expr:
+        if node.type == "boolean_operator":
+            return ("or", tuple(self.chain(node)))
         values = [self.expr(c) for c in node.named_children]
         if node.type == "conditional_expression" and len(values) == 3:
             return ("or", (values[0], values[2]))
         return ("or", tuple(values))
+
+    def e_operator(self, node: Node) -> Expr:
+        self.chain(node)
+        return UNKNOWN
+
+    def chain(self, node: Node) -> list[Expr]:
+        """The operands of a chain of node's operator type nested on the left (`a and b and
+        c`, `a + b + c`), walked in source order without a level of recursion per operator
+        (CPython compiles thousands of them); an inner chain's operands are the outer's."""
+        spine = [node]
+        while (first := spine[-1].named_children) and first[0].type == node.type:
+            spine.append(first[0])
+        values = [self.expr(c) for c in spine.pop().named_children]
+        while spine:
+            values.extend(self.expr(c) for c in spine.pop().named_children[1:])
+        return values
 
     def e_await(self, node: Node) -> Expr:
         values = [self.expr(c) for c in node.named_children]
@@ -999,6 +1063,16 @@ class _Walker:
         t = node.type
         if t == "identifier":
             return ("n", self.text(node))
+        if self.depth >= MAX_EXPR_DEPTH:
+            self.too_deep(node)
+            return None
+        self.depth += 1
+        value = self.nested_type_expr(node, t)
+        self.depth -= 1
+        return value
+
+    def nested_type_expr(self, node: Node, t: str) -> Expr | None:
+        """type_expr() of what is not a name, one level deeper."""
         if t == "attribute":
             base = self.type_expr(node.child_by_field_name("object"))
             attr = node.child_by_field_name("attribute")
@@ -1099,12 +1173,12 @@ def _slice_key(node: Node) -> Expr:
 
 
 def _int_literal(node: Node) -> int | None:
-    if node.type == "unary_operator" and node.child_count == 2 and node.children[0].type == "-":
-        inner = _int_literal(node.children[1])
-        return -inner if inner is not None else None
+    sign = 1
+    while node.type == "unary_operator" and node.child_count == 2 and node.children[0].type == "-":
+        sign, node = -sign, node.children[1]
     if node.type == "integer":
         value = _integer(node.text.decode() if node.text else "")
-        return value if isinstance(value, int) else None
+        return sign * value if isinstance(value, int) else None
     return None
 
 
@@ -1183,6 +1257,7 @@ _EXPRESSIONS = {
     "parenthesized_expression": _Walker.e_parenthesized,
     "conditional_expression": _Walker.e_either,
     "boolean_operator": _Walker.e_either,
+    "binary_operator": _Walker.e_operator,
     "await": _Walker.e_await,
     "yield": _Walker.e_yield,
     "lambda": _Walker.e_lambda,
