@@ -62,8 +62,10 @@ def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
     assert data == json.loads(json.dumps(index.graph.to_json()))
 
 
-def callers_of(output: str) -> list[str]:
-    return [line.split("\t")[0] for line in output.splitlines()]
+def listed(output: str) -> list[str]:
+    """The ids a callers/callees answer lists (its item lines), in order."""
+    lines = output.splitlines()
+    return [line.split()[0] for line in lines if line.startswith("  ") and line[2] != " "]
 
 
 def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
@@ -71,48 +73,40 @@ def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
     by_id = run("callers", "pkg/service.py:checkout", str(repo))
     assert by_suffix.returncode == by_id.returncode == 0, by_suffix.stderr
     assert by_suffix.stdout == by_id.stdout
-    names = callers_of(by_id.stdout)
+    names = listed(by_id.stdout)
     assert names == sorted(names)
-    assert {"pkg/service.py:quick_checkout", "pkg/service.py:CheckoutService.run"} <= set(names)
-    # Each caller is followed by the file and line of its first call.
+    assert names == ["pkg/service.py:CheckoutService.run", "pkg/service.py:quick_checkout"]
+    # Each caller is followed by the file, line and text of its calls.
     service = (repo / "pkg/service.py").read_text(encoding="utf-8").splitlines()
-    for line in by_id.stdout.splitlines():
-        caller, where = line.split("\t")
-        path, _, lineno = where.rpartition(":")
-        assert caller.startswith(path + ":")
-        if path == "pkg/service.py":
-            assert "checkout(" in service[int(lineno) - 1]
+    sites = [line.strip() for line in by_id.stdout.splitlines() if line.startswith("    ")]
+    assert len(sites) == 2
+    for site in sites:
+        path, lineno, text = site.split(":", 2)
+        assert path == "pkg/service.py"
+        assert "checkout(" in text and service[int(lineno) - 1].strip() == text.strip()
 
 
 def test_callees_of_a_method_by_suffix(repo: Path) -> None:
     done = run("callees", "CheckoutService.run", str(repo))
     assert done.returncode == 0, done.stderr
-    names = callers_of(done.stdout)
+    names = listed(done.stdout)
     assert "pkg/service.py:checkout" in names
     assert "pkg/service.py:CheckoutService.report" in names
 
 
-def test_a_suffix_matching_several_entities_lists_each(repo: Path) -> None:
+def test_a_suffix_matching_several_entities_is_refused_with_the_candidates(repo: Path) -> None:
     done = run("callers", "total", str(repo))
-    assert done.returncode == 0, done.stderr
-    groups: dict[str, list[str]] = {}
-    header = ""
-    for line in done.stdout.splitlines():
-        if line.startswith("  "):
-            groups[header].append(line.strip().split("\t")[0])
-        else:
-            header = line.removesuffix(":")
-            groups[header] = []
-    assert list(groups) == ["pkg/models.py:LineItem.total", "pkg/models.py:Order.total"]
-    assert groups["pkg/models.py:LineItem.total"] == ["pkg/models.py:Order.total"]
-    assert "pkg/service.py:checkout" in groups["pkg/models.py:Order.total"]
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "'total' is ambiguous" in done.stderr
+    assert "  pkg/models.py:LineItem.total\n  pkg/models.py:Order.total" in done.stderr
 
 
 def test_unknown_target_exits_1_with_a_message(repo: Path) -> None:
     done = run("callers", "no_such_function", str(repo))
     assert done.returncode == 1
     assert done.stdout == ""
-    assert "no entity matches 'no_such_function'" in done.stderr
+    assert "no definition matches 'no_such_function'" in done.stderr
     assert "Traceback" not in done.stderr
 
 
