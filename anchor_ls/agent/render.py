@@ -39,7 +39,8 @@ def _neighbours(answer: dict[str, Any]) -> list[str]:
         out.append("  (none)")
     out += _omitted(answer)
     if answer.get("test_callers"):
-        out.append(f"{answer['test_callers']} callers in test code (see related-tests)")
+        n = answer["test_callers"]
+        out.append(f"{n} caller{'s' if n != 1 else ''} in test code (see related-tests)")
     return out
 
 
