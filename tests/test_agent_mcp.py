@@ -408,6 +408,19 @@ async def test_an_edit_on_disk_is_in_the_next_answer(shop: Path, tmp_path: Path)
         )
         callers = await client.ask("callers", symbol="Charge.total")
         assert "shop/fees.py:fee" in ids(callers["levels"][0]["items"])
+        # and one in a new folder, then in a folder the server has listed without Python
+        (shop / "tools").mkdir()
+        (shop / "tools" / "run.py").write_text(
+            "from shop.handlers import dispatch\n\n\ndef main() -> None:\n    dispatch('x', 1)\n"
+        )
+        callers = await client.ask("callers", symbol="dispatch")
+        assert "tools/run.py:main" in ids(callers["levels"][0]["items"])
+        (shop / "tools" / "docs").mkdir()
+        (shop / "tools" / "docs" / "notes.txt").write_text("nothing to index\n")
+        await client.ask("stats")
+        (shop / "tools" / "docs" / "conf.py").write_text("from tools.run import main\n\nmain()\n")
+        callers = await client.ask("callers", symbol="tools/run.py:main")
+        assert ids(callers["levels"][0]["items"]) == ["tools/docs/conf.py"]
 
 
 async def test_a_deleted_file_disappears(shop: Path, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Keep a long-lived index equal to the disk between answers, with no file watcher.
 
-Before each answer every Python file is stat()ed (the walk the build makes); a file whose
-stat changed is read and hashed, and only a changed hash re-indexes it, incrementally.
+Before each answer every Python file is stat()ed, and every folder the walk went through: a
+folder whose mtime moved is walked again (names came or went). A file whose stat changed
+is read and hashed, and only a changed hash re-indexes it, incrementally.
 Files gone from the walk are removed from the index; new ones are added. The stats are
 taken before the build reads the files, so an edit made while the build runs is seen by
 the first check after it.
@@ -32,30 +33,53 @@ class Freshness:
     def __init__(self, index: Index) -> None:
         self.index = index
         self._seen: dict[str, Signature] = {}
+        self._folders: dict[str, int] = {}  # folder walked -> its mtime before it was listed
         self.updated: float | None = None  # when the index was last found equal to the disk
 
-    def _walk(self) -> dict[str, Signature]:
+    def _walk(self) -> list[str]:
+        """The Python files of the tree; records the folders walked."""
+        folders: dict[str, int] = {}
+        names = [
+            item
+            for item in python_files(self.index.root, self.index.exclude, folders)
+            if not isinstance(item, Skipped)
+        ]
+        self._folders = folders
+        return names
+
+    def _folders_moved(self) -> bool:
+        """Whether a name was added, removed or renamed in a folder since the last walk
+        (a few hundred stats, where the walk lists and filters every name)."""
+        root = self.index.root
+        for rel, mtime in self._folders.items():
+            try:
+                if os.stat(os.path.join(root, rel)).st_mtime_ns != mtime:
+                    return True
+            except OSError:
+                return True
+        return False
+
+    def _stats(self, names: list[str]) -> dict[str, Signature]:
         root = self.index.root
         found: dict[str, Signature] = {}
-        for item in python_files(root, self.index.exclude):
-            if isinstance(item, Skipped):
-                continue
+        for rel in names:
             try:
-                info = os.stat(os.path.join(root, item))
+                info = os.stat(os.path.join(root, rel))
             except OSError:
                 continue  # gone between the walk and the stat: as if not listed
             if stat.S_ISREG(info.st_mode):  # a pipe named x.py is never opened
-                found[item] = _signature(info)
+                found[rel] = _signature(info)
         return found
 
     def build(self) -> None:
-        self._seen = self._walk()
+        self._seen = self._stats(self._walk())
         self.index.build()
         self.updated = time.time()
 
     def sync(self) -> list[str]:
         """Re-index what changed on disk since the last call; returns those relpaths."""
-        now = self._walk()
+        names = self._walk() if self._folders_moved() else list(self._seen)
+        now = self._stats(names)
         index = self.index
         changed: list[str] = []
         for rel, sig in now.items():
