@@ -49,22 +49,25 @@ class Freshness:
 
     def _folders_moved(self) -> bool:
         """Whether a name was added, removed or renamed in a folder since the last walk
-        (a few hundred stats, where the walk lists and filters every name)."""
-        root = self.index.root
+        (a stat per folder, where the walk lists and filters every name)."""
+        root = str(self.index.root)
+        sep = os.sep
+        status = os.stat
         for rel, mtime in self._folders.items():
             try:
-                if os.stat(os.path.join(root, rel)).st_mtime_ns != mtime:
+                if status(f"{root}{sep}{rel}" if rel else root).st_mtime_ns != mtime:
                     return True
             except OSError:
                 return True
         return False
 
     def _stats(self, names: list[str]) -> dict[str, Signature]:
-        root = self.index.root
+        prefix = str(self.index.root) + os.sep
+        status = os.stat
         found: dict[str, Signature] = {}
         for rel in names:
             try:
-                info = os.stat(os.path.join(root, rel))
+                info = status(prefix + rel)
             except OSError:
                 continue  # gone between the walk and the stat: as if not listed
             if stat.S_ISREG(info.st_mode):  # a pipe named x.py is never opened

@@ -130,8 +130,8 @@ def build_server(service: Service) -> MCPServer:
     @server.tool()
     async def outline(path: str) -> CallToolResult:
         """Every definition in one file (a path relative to the repository): signature,
-        lines and its CodeAnchor tag fields in short form (`:name` is the same file,
-        `.name` the same class)."""
+        lines, its CodeAnchor tag fields in short form (`:name` is the same file, `.name`
+        the same class) and how many tests exercise it (related_tests lists them)."""
         return await run(lambda q: q.outline(path))
 
     @server.tool()

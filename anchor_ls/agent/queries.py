@@ -59,8 +59,9 @@ SOURCE_CHARS = 120
 _BOUNDARY = ":./"
 _SPLIT = re.compile(r"[:./]")
 _SPACES = re.compile(r"\s+")
-# Fields an outline shows: the topology plus the tests, both directions.
-OUTLINE_FIELDS = (*TOPO_FIELDS, "TEST_REF")
+# Fields an outline shows: the topology, both directions (tests are counted: their ids
+# are long and many, and related_tests lists them).
+OUTLINE_FIELDS = TOPO_FIELDS
 
 
 class QueryError(Exception):
@@ -144,7 +145,11 @@ class Queries:
     def nearest(self, key: str) -> list[str]:
         """Ids whose last name is close to key's (difflib), for an unknown symbol."""
         table = self._name_table()
-        names = difflib.get_close_matches(_token(key), list(table), n=5, cutoff=0.6)
+        token = _token(key)
+        # a ratio of 0.6 needs lengths within 3:7 of each other: the rest are never compared
+        size = len(token)
+        near = [n for n in table if 3 * size <= 7 * len(n) and 3 * len(n) <= 7 * size]
+        names = difflib.get_close_matches(token, near, n=5, cutoff=0.6)
         found = sorted({i for name in names for i in table[name]})
         if not found:  # a misspelt qualified name: the closest ids themselves
             lowered = key.lower()
@@ -589,12 +594,14 @@ class Queries:
             raise QueryError(f"{err}", policies=list(POLICIES)) from err
 
     def outline(self, path: str) -> dict[str, Any]:
-        """Every definition of one file, with its header, lines and tag fields in short form."""
+        """Every definition of one file, with its header, lines, tag fields in short form
+        and how many tests exercise it."""
         graph = self.graph
         base = resolve_policy("topo", 0.0, OUTLINE_FIELD_ITEMS)
         policy = replace(base, fields=OUTLINE_FIELDS)
         with graph.lock:
             rel = self.relpath(path)
+            in_tests = is_test_path(rel)
             items = []
             for ent in graph.file_entities(rel):
                 item: dict[str, Any] = {
@@ -611,9 +618,11 @@ class Queries:
                 }
                 if fields:
                     item["fields"] = fields
+                if not in_tests and (tests := len(self._test_sources(ent.id))):
+                    item["tests"] = tests
                 items.append(item)
             problem = self.index.problems.get(rel)
-        answer: dict[str, Any] = {"path": rel, "test_code": is_test_path(rel), "definitions": items}
+        answer: dict[str, Any] = {"path": rel, "test_code": in_tests, "definitions": items}
         if problem is not None:
             answer["problem"] = f"{problem.kind}: {problem.message}"
         return answer

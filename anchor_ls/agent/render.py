@@ -83,6 +83,8 @@ def _outline(answer: dict[str, Any]) -> list[str]:
         out.append(f"{item['line']:>5} {pad}{head}")
         for name, value in item.get("fields", {}).items():
             out.append(f"      {pad}  {name}: {value}")
+        if item.get("tests"):
+            out.append(f"      {pad}  tests: {item['tests']}")
     return out
 
 
