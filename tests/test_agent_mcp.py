@@ -314,6 +314,7 @@ async def test_tags_are_the_materialized_block_text(shop: Path, tmp_path: Path) 
                 f"# CALLED_BY: {H}:Handler.save\n# ===",
             },
         ]
+        assert (await client.ask("tags", target="store.py"))["blocks"] == store["blocks"]
         dense = await client.ask("tags", target="Charge.total", policy="dense")
         assert f"# TEST_REF: {T}:test_charge_total" in dense["text"].splitlines()
         refused = await client.refused("tags", target="Charge.total", policy="loud")
@@ -363,6 +364,9 @@ async def test_ambiguous_unknown_and_outside_requests_are_errors_and_serving_goe
         assert isinstance(ambiguous, dict)
         assert ambiguous["candidates"] == [f"{H}:Handler.save", "shop/store.py:Store.save"]
         assert "ambiguous" in ambiguous["error"]
+        short = await client.refused("callers", symbol=".save")  # a link as tags write it
+        assert short["candidates"] == ambiguous["candidates"]  # type: ignore[index]
+        assert (await client.ask("callers", symbol=":Charge"))["symbol"] == f"{P}:Charge"
         unknown = await client.refused("impact", symbol="Chrage")
         assert isinstance(unknown, dict)
         assert f"{P}:Charge" in unknown["nearest"]
@@ -521,3 +525,34 @@ def test_the_cli_prints_readable_text_by_default(shop: Path) -> None:
     ambiguous = cli(shop, "hierarchy", "handle")
     assert ambiguous.returncode == 1 and ambiguous.stdout == ""
     assert f"  {H}:Audited.handle" in ambiguous.stderr.splitlines()
+
+
+async def test_callers_and_callees_on_the_example_are_its_hand_written_calls(
+    tmp_path: Path,
+) -> None:
+    """Every definition of fixtures/example: the depth-1 callers (outside test code) and
+    callees the server answers are expected.json's calls, up to its allowed extras."""
+    repo = copy_of(EXAMPLE, tmp_path)
+    expected = json.loads((EXAMPLE / "expected.json").read_text(encoding="utf-8"))
+    calls = {tuple(c) for c in expected["calls"]}
+    allowed = {(src, dst) for kind, src, dst in expected["allowed"] if kind == "calls"}
+    targets = sorted({end for edge in calls for end in edge})
+
+    def in_tests(ident: str) -> bool:
+        return ident.startswith("tests/")
+
+    async def called(tool: str, target: str) -> set[str]:
+        answer = await client.ask(tool, symbol=target)
+        (level,) = answer["levels"] or [{"items": []}]
+        return {item["id"] for item in level["items"] if item["relation"] == "call"}
+
+    async with agent(repo, tmp_path) as client:
+        for target in targets:
+            got_in = await called("callers", target)
+            want_in = {s for s, d in calls if d == target and (in_tests(target) or not in_tests(s))}
+            extra_in = {s for s, d in allowed if d == target}
+            assert want_in <= got_in <= want_in | extra_in, target
+            got_out = await called("callees", target)
+            want_out = {d for s, d in calls if s == target}
+            extra_out = {d for s, d in allowed if s == target}
+            assert want_out <= got_out <= want_out | extra_out, target

@@ -75,6 +75,9 @@ class Service:
                 log.exception("a tool call failed")
                 return _result({"error": f"internal error: {type(err).__name__}: {err}"}, True)
 
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
     def updated(self) -> str | None:
         return self.freshness.updated_iso()
 
@@ -92,7 +95,9 @@ def build_server(service: Service) -> MCPServer:
     )
 
     async def run(ask: Callable[[Queries], dict[str, Any]]) -> CallToolResult:
-        return await anyio.to_thread.run_sync(service.answer, ask)
+        if service.ready():  # answers take milliseconds: a thread hop would double them
+            return service.answer(ask)
+        return await anyio.to_thread.run_sync(service.answer, ask)  # the build is on
 
     @server.tool()
     async def find_symbol(query: str, kind: str | None = None, limit: int = 20) -> CallToolResult:

@@ -166,7 +166,8 @@ class Queries:
         found = graph.entity(key)
         if found is not None:
             return found
-        matches = self._suffix_matches(key.lstrip(":")) if key.lstrip(":.") else []
+        bare = key.lstrip(":./")  # `.save`, `:Charge`: the mark of a short link
+        matches = self._suffix_matches(bare) if bare else []
         if len(matches) == 1:
             ent = graph.entity(matches[0])
             assert ent is not None
@@ -561,16 +562,20 @@ class Queries:
             }
 
     # ----- files and tags -----------------------------------------------------
-    def relpath(self, path: str) -> str:
-        """A repository path (relative to its root, or absolute inside it) as indexed;
-        paths outside the repository are refused."""
+    def _inside(self, path: str) -> str:
+        """path (relative to the root, or absolute) relative to the root; refused outside."""
         if not isinstance(path, str) or not path.strip():
             raise QueryError("path must be a non-empty string")
         root = self.index.root
-        full = os.path.normpath(os.path.join(root, path.strip()))
-        rel = self.index.relpath(full)
+        rel = self.index.relpath(os.path.normpath(os.path.join(root, path.strip())))
         if rel is None or rel.startswith("../"):
             raise QueryError(f"{path!r} is outside the repository ({root}); refused")
+        return rel
+
+    def relpath(self, path: str) -> str:
+        """A repository path (relative to its root, or absolute inside it) as indexed;
+        paths outside the repository are refused."""
+        rel = self._inside(path)
         if not self.graph.file_entities(rel):
             problem = self.index.problems.get(rel)
             if problem is not None:
@@ -665,7 +670,11 @@ class Queries:
         """The relpath a target names when it is a path (a module id is one)."""
         if ":" in target or not (target.endswith((".py", ".pyi")) or "/" in target):
             return None
-        return self.relpath(target)
+        rel = self._inside(target)
+        if self.graph.file_entities(rel):
+            return rel
+        module = self.resolve(target)  # a module by a suffix of its path (`store.py`)
+        return module.path if module.kind == "module" else self.relpath(target)
 
     # ----- tests and figures --------------------------------------------------
     def related_tests(self, symbol: str) -> dict[str, Any]:
