@@ -169,5 +169,6 @@ def serve(root: Path, *, cache_dir: str | None, exclude: tuple[str, ...], max_it
     try:
         anyio.run(build_server(service).run_stdio_async)
     finally:
+        service.freshness.close()
         index.close()
     return 0
