@@ -303,12 +303,16 @@ class Queries:
                 for via in frontier:
                     for kind in (CALLS, REFERENCES):
                         for other in step(kind, via):
-                            if other in seen or (other in reached and reached[other][0] == CALLS):
+                            if other in seen:
                                 continue
                             if incoming and not side and is_test_path(path_of(other)):
                                 tests.add(other)
                                 continue
-                            if other not in reached or (via, kind) < reached[other][::-1]:
+                            known = reached.get(other)  # a call wins, then the first via
+                            if known is None or (kind != CALLS, via) < (
+                                known[0] != CALLS,
+                                known[1],
+                            ):
                                 reached[other] = (kind, via)
                 seen.update(reached)
                 found.extend((level, i, k, v) for i, (k, v) in sorted(reached.items()))
