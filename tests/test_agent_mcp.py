@@ -36,6 +36,7 @@ TOOLS = {
 H = "shop/handlers.py"
 P = "shop/payments.py"
 T = "tests/test_handlers.py"
+TOTAL_TEST = f"{T}:test_charge_total"
 
 
 def copy_of(fixture: Path, tmp_path: Path) -> Path:
@@ -149,26 +150,37 @@ async def test_callers_level_by_level_with_call_sites(shop: Path, tmp_path: Path
     async with agent(shop, tmp_path) as client:
         one = await client.ask("callers", symbol="Charge")
         assert level_ids(one) == [
-            [f"{H}:CardHandler.handle", f"{H}:RefundHandler.handle", f"{P}:refund"]
+            [f"{H}:CardHandler.handle", f"{H}:RefundHandler.handle", f"{P}:refund", TOTAL_TEST]
         ]
-        sites = {i["id"]: i["sites"] for i in one["levels"][0]["items"]}
-        assert sites[f"{H}:CardHandler.handle"] == [
+        items = {i["id"]: i for i in one["levels"][0]["items"]}
+        assert items[f"{H}:CardHandler.handle"]["sites"] == [
             {"path": H, "line": 20, "text": "charge = Charge(amount)"}
         ]
-        assert sites[f"{P}:refund"] == [
+        assert items[f"{P}:refund"]["sites"] == [
             {"path": P, "line": 16, "text": "return Charge(-charge.amount, charge.currency)"}
         ]
-        assert one["test_callers"] == 1  # test_charge_total, left to related_tests
+        assert items[TOTAL_TEST]["test"] is True and "test" not in items[f"{P}:refund"]
+        assert items[TOTAL_TEST]["sites"] == [
+            {"path": T, "line": 14, "text": "assert Charge(1).total() == 31"}
+        ]
+        assert (one["total"], one["in_tests"]) == (4, 1)
         three = await client.ask("callers", symbol=f"{P}:Charge", depth=3)
         assert level_ids(three) == [
-            [f"{H}:CardHandler.handle", f"{H}:RefundHandler.handle", f"{P}:refund"],
+            [f"{H}:CardHandler.handle", f"{H}:RefundHandler.handle", f"{P}:refund", TOTAL_TEST],
             [f"{H}:dispatch"],
-            [f"{H}:register"],
+            [f"{H}:register", "tests/helpers.py:pay"],
         ]
-        register = three["levels"][2]["items"][0]
+        register, pay = three["levels"][2]["items"]
         assert register["relation"] == "reference" and register["via"] == f"{H}:dispatch"
         assert register["sites"] == [{"path": H, "line": 36, "text": "callbacks.append(dispatch)"}]
-        assert three["total"] == 5 and three["omitted"] == 0
+        assert pay["relation"] == "call" and pay["test"] is True
+        assert (three["total"], three["in_tests"], three["omitted"]) == (7, 2, 0)
+        # limit cuts test code first: it comes last in each level
+        cut = await client.ask("callers", symbol="Charge", limit=3)
+        assert level_ids(cut) == [
+            [f"{H}:CardHandler.handle", f"{H}:RefundHandler.handle", f"{P}:refund"]
+        ]
+        assert cut["omitted"] == 1
 
 
 async def test_callees_and_truncation_with_a_count(shop: Path, tmp_path: Path) -> None:
@@ -447,7 +459,7 @@ async def test_a_file_with_syntax_errors_is_reported_and_the_rest_answers(
         stats = await client.ask("stats")
         assert stats["problems"] == {"syntax": 2}
         assert level_ids(await client.ask("callers", symbol="Charge.total")) == [
-            [f"{H}:CardHandler.handle", f"{H}:RefundHandler.handle"]
+            [f"{H}:CardHandler.handle", f"{H}:RefundHandler.handle", TOTAL_TEST]
         ]
         outline = await client.ask("outline", path="shop/handlers.py")
         assert outline["problem"].startswith("syntax:")
@@ -504,18 +516,11 @@ def test_the_cli_prints_readable_text_by_default(shop: Path) -> None:
     done = cli(shop, "callers", "Charge", "--depth", "2")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        f"{P}:Charge  ({P}:6)",
-        "depth 1:",
-        f"  {H}:CardHandler.handle",
-        f"    {H}:20: charge = Charge(amount)",
-        f"  {H}:RefundHandler.handle",
-        f"    {H}:26: charge = refund(Charge(amount))",
-        f"  {P}:refund",
-        f"    {P}:16: return Charge(-charge.amount, charge.currency)",
-        "depth 2:",
-        f"  {H}:dispatch  via {H}:CardHandler.handle",
-        f"    {H}:32: return handler.handle(amount)",
-        "1 caller in test code (see related-tests)",
+        f"{H}:CardHandler.handle\t{H}:20: charge = Charge(amount)",
+        f"{H}:RefundHandler.handle\t{H}:26: charge = refund(Charge(amount))",
+        f"{P}:refund\t{P}:16: return Charge(-charge.amount, charge.currency)",
+        f"{TOTAL_TEST} (test)\t{T}:14: assert Charge(1).total() == 31",
+        f"  {H}:dispatch\t{H}:32: return handler.handle(amount)\t(via {H}:CardHandler.handle)",
     ]
     impact = cli(shop, "impact", "shop/store.py")
     assert impact.stdout.splitlines()[:2] == [
@@ -538,9 +543,6 @@ async def test_callers_and_callees_on_the_example_are_its_hand_written_calls(
     allowed = {(src, dst) for kind, src, dst in expected["allowed"] if kind == "calls"}
     targets = sorted({end for edge in calls for end in edge})
 
-    def in_tests(ident: str) -> bool:
-        return ident.startswith("tests/")
-
     async def called(tool: str, target: str) -> set[str]:
         answer = await client.ask(tool, symbol=target)
         (level,) = answer["levels"] or [{"items": []}]
@@ -549,7 +551,7 @@ async def test_callers_and_callees_on_the_example_are_its_hand_written_calls(
     async with agent(repo, tmp_path) as client:
         for target in targets:
             got_in = await called("callers", target)
-            want_in = {s for s, d in calls if d == target and (in_tests(target) or not in_tests(s))}
+            want_in = {s for s, d in calls if d == target}
             extra_in = {s for s, d in allowed if d == target}
             assert want_in <= got_in <= want_in | extra_in, target
             got_out = await called("callees", target)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.hashseed import ANY_SEED
-from anchor_ls.index import Index
+from anchor_ls.index import CALLS, Index
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
@@ -63,9 +63,9 @@ def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
 
 
 def listed(output: str) -> list[str]:
-    """The ids a callers/callees answer lists (its item lines), in order."""
-    lines = output.splitlines()
-    return [line.split()[0] for line in lines if line.startswith("  ") and line[2] != " "]
+    """The ids a callers/callees answer lists: each line starts with one (deeper levels
+    indented)."""
+    return [line.split()[0] for line in output.splitlines() if line.strip()]
 
 
 def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
@@ -74,16 +74,26 @@ def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
     assert by_suffix.returncode == by_id.returncode == 0, by_suffix.stderr
     assert by_suffix.stdout == by_id.stdout
     names = listed(by_id.stdout)
-    assert names == sorted(names)
-    assert names == ["pkg/service.py:CheckoutService.run", "pkg/service.py:quick_checkout"]
-    # Each caller is followed by the file, line and text of its calls.
-    service = (repo / "pkg/service.py").read_text(encoding="utf-8").splitlines()
-    sites = [line.strip() for line in by_id.stdout.splitlines() if line.startswith("    ")]
-    assert len(sites) == 2
-    for site in sites:
-        path, lineno, text = site.split(":", 2)
-        assert path == "pkg/service.py"
-        assert "checkout(" in text and service[int(lineno) - 1].strip() == text.strip()
+    # the code under test first, then test code (marked), each sorted
+    assert names == [
+        "pkg/service.py:CheckoutService.run",
+        "pkg/service.py:quick_checkout",
+        "tests/test_service.py:test_checkout_saves_and_charges",
+        "tests/test_service.py:test_unknown_sku_is_rejected",
+    ]
+    index = Index(repo, use_cache=False)
+    index.build()
+    assert set(names) == set(index.graph.into(CALLS, "pkg/service.py:checkout"))
+    # Each caller is followed by the file, line and text of its call.
+    for line in by_id.stdout.splitlines():
+        caller, where = line.split("\t")
+        path, lineno, text = where.split(":", 2)
+        assert caller.split()[0].startswith(path + ":")
+        source = (repo / path).read_text(encoding="utf-8").splitlines()
+        assert "checkout(" in text and source[int(lineno) - 1].strip() == text.strip()
+    assert by_id.stdout.splitlines()[2].endswith(
+        ' (test)\ttests/test_service.py:17: order = checkout(["apple", "pear"], repo, no_discount)'
+    )
 
 
 def test_callees_of_a_method_by_suffix(repo: Path) -> None:

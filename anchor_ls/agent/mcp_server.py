@@ -110,7 +110,7 @@ def build_server(service: Service) -> MCPServer:
     async def callers(symbol: str, depth: int = 1, limit: int = 50) -> CallToolResult:
         """Who calls `symbol` (relation "call") or uses it as a value (relation
         "reference"), level by level up to `depth`, each with its call-site lines.
-        Callers in test code are counted (see related_tests)."""
+        In each level test code comes last, marked "test" (limit cuts it first)."""
         return await run(lambda q: q.callers(symbol, depth, limit))
 
     @server.tool()

@@ -5,9 +5,9 @@ entity id or a suffix of one that ends at a name boundary (`Charge`, `models.py:
 `Repo.save`); one that matches several ids, or none, is a `QueryError` that lists the
 candidates or the nearest names: an agent is never handed a guess.
 
-Test code (by the layout conventions of `anchor_ls.index.testcode`) is kept apart as the
-tags keep it: callers and impact of code under test count the tests and leave them to
-`related_tests`, so that a helper called from hundreds of tests stays a short answer.
+Test code (by the layout conventions of `anchor_ls.index.testcode`) comes last: callers
+and callees list it after the code under test, marked, so that `limit` cuts tests first;
+impact lists the tests that reach what it found apart from it.
 """
 
 from __future__ import annotations
@@ -288,16 +288,16 @@ class Queries:
         return self._neighbours(symbol, depth, limit, incoming=False)
 
     def _neighbours(self, symbol: str, depth: int, limit: int, incoming: bool) -> dict[str, Any]:
+        """Level by level; in each level the code outside tests first (what `limit` keeps
+        first), then test code, marked `"test": true`; by id within each."""
         _check_depth(depth)
         graph = self.graph
         with graph.lock:
             root = self.resolve(symbol)
-            side = is_test_path(root.path)
             step = graph.into if incoming else graph.out
             seen = {root.id}
             frontier = [root.id]
-            found: list[tuple[int, str, str, str]] = []  # depth, id, relation kind, via
-            tests: set[str] = set()
+            found: list[tuple[int, bool, str, str, str]] = []  # depth, test, id, kind, via
             for level in range(1, depth + 1):
                 reached: dict[str, tuple[str, str]] = {}
                 for via in frontier:
@@ -305,34 +305,35 @@ class Queries:
                         for other in step(kind, via):
                             if other in seen:
                                 continue
-                            if incoming and not side and is_test_path(path_of(other)):
-                                tests.add(other)
-                                continue
                             known = reached.get(other)  # a call wins, then the first via
-                            if known is None or (kind != CALLS, via) < (
-                                known[0] != CALLS,
-                                known[1],
-                            ):
+                            rank = (kind != CALLS, via)
+                            if known is None or rank < (known[0] != CALLS, known[1]):
                                 reached[other] = (kind, via)
                 seen.update(reached)
-                found.extend((level, i, k, v) for i, (k, v) in sorted(reached.items()))
+                found.extend(
+                    sorted(
+                        (level, is_test_path(path_of(i)), i, k, v) for i, (k, v) in reached.items()
+                    )
+                )
                 frontier = sorted(reached)
                 if not frontier:
                     break
             shown, more = _capped(found, limit)
             levels: dict[int, list[dict[str, Any]]] = {}
-            for level, ident, kind, via in shown:
+            for level, in_tests, ident, kind, via in shown:
                 ent = graph.entity(ident)
                 if ent is None:
                     continue
                 item = self._brief(ent)
                 item["relation"] = "call" if kind == CALLS else "reference"
+                if in_tests:
+                    item["test"] = True
                 if level > 1:
                     item["via"] = via
                 src, dst = (ident, via) if incoming else (via, ident)
                 item.update(self._sites(kind, src, dst))
                 levels.setdefault(level, []).append(item)
-        answer: dict[str, Any] = {
+        return {
             "symbol": root.id,
             "kind": root.kind,
             "path": root.path,
@@ -340,13 +341,9 @@ class Queries:
             "depth": depth,
             "levels": [{"depth": d, "items": items} for d, items in sorted(levels.items())],
             "total": len(found),
+            "in_tests": sum(1 for entry in found if entry[1]),
             "omitted": more,
         }
-        if incoming:
-            answer["test_callers"] = len(tests)
-            if tests:
-                answer["note"] = "callers in test code are counted, not listed: see related_tests"
-        return answer
 
     # ----- impact ------------------------------------------------------------
     def _dependents(self, ent: Entity) -> Iterable[tuple[str, str]]:

@@ -24,24 +24,24 @@ def _find(answer: dict[str, Any]) -> list[str]:
 
 
 def _neighbours(answer: dict[str, Any]) -> list[str]:
-    out = [f"{answer['symbol']}  ({_where(answer)})"]
+    """One line per caller or callee, its id first (indented two spaces a level deeper),
+    then where it calls: `id<TAB>path:line: source`."""
+    out = []
     for level in answer["levels"]:
-        out.append(f"depth {level['depth']}:")
+        pad = "  " * (level["depth"] - 1)
         for item in level["items"]:
-            mark = "" if item["relation"] == "call" else " (reference)"
-            via = f"  via {item['via']}" if "via" in item else ""
-            out.append(f"  {item['id']}{mark}{via}")
-            for site in item["sites"]:
-                out.append(f"    {site['path']}:{site['line']}: {site['text']}")
-            if item.get("more_sites"):
-                out.append(f"    [+{item['more_sites']} more sites]")
-    if not answer["levels"]:
-        out.append("  (none)")
-    out += _omitted(answer)
-    if answer.get("test_callers"):
-        n = answer["test_callers"]
-        out.append(f"{n} caller{'s' if n != 1 else ''} in test code (see related-tests)")
-    return out
+            marks = "" if item["relation"] == "call" else " (reference)"
+            marks += " (test)" if item.get("test") else ""
+            line = f"{pad}{item['id']}{marks}"
+            if item["sites"]:
+                site = item["sites"][0]
+                line += f"\t{site['path']}:{site['line']}: {site['text']}"
+                more = len(item["sites"]) - 1 + item.get("more_sites", 0)
+                line += f" [+{more} more]" if more else ""
+            if "via" in item:
+                line += f"\t(via {item['via']})"
+            out.append(line)
+    return out + _omitted(answer)
 
 
 def _impact(answer: dict[str, Any]) -> list[str]:
