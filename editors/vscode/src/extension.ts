@@ -16,6 +16,7 @@ import { StatusItem } from "./status";
 import { StatsView } from "./statsView";
 import { exportSnapshot } from "./exportSnapshot";
 import { toLocations, toPosition } from "./locations";
+import { registerMcpServers } from "./mcp";
 
 let client: LanguageClient | undefined;
 let status: StatusItem;
@@ -61,6 +62,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     })
   );
   watchPythonExtension(context);
+  registerMcpServers(context, output);
 
   await start();
 }
