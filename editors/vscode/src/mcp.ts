@@ -1,7 +1,9 @@
 // Registers `anchor-ls mcp` with the editor's MCP support, one server per workspace folder, so
 // that agent mode can ask the graph (callers, impact, outline...) without configuration.
-// The API is VS Code's `lm.registerMcpServerDefinitionProvider` (1.99+, final in 1.101); an
-// editor without it gets nothing registered and a line in the output channel saying so.
+// The API is VS Code's `lm.registerMcpServerDefinitionProvider` (1.99+); package.json declares
+// the provider under both names the editors look for (`modelContextServerCollections` before
+// 1.101, `mcpServerDefinitionProviders` since). An editor without the API, or one that refuses
+// the registration, gets nothing registered and a line in the output channel saying so.
 import * as vscode from "vscode";
 import { resolveInterpreter } from "./interpreter";
 import { SECTION } from "./settings";
@@ -25,17 +27,29 @@ export function registerMcpServers(
     return false;
   }
   const changed = new vscode.EventEmitter<void>();
+  let registration: vscode.Disposable;
+  try {
+    registration = lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, {
+      onDidChangeMcpServerDefinitions: changed.event,
+      provideMcpServerDefinitions: () => definitions(context, log, Definition),
+    });
+  } catch (err) {
+    // e.g. an editor that wants the provider declared under a contribution name we lack
+    changed.dispose();
+    log.appendLine(
+      `anchor-ls: this editor (VS Code ${vscode.version}) has no MCP server API open to ` +
+        `extensions (${err}); the anchor-ls MCP server is not registered`
+    );
+    return false;
+  }
   context.subscriptions.push(
+    registration,
     changed,
     vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration(`${SECTION}.interpreter`)) {
         changed.fire();
       }
-    }),
-    lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, {
-      onDidChangeMcpServerDefinitions: changed.event,
-      provideMcpServerDefinitions: () => definitions(context, log, Definition),
     })
   );
   log.appendLine(`anchor-ls: MCP server definitions registered (${MCP_PROVIDER_ID})`);
