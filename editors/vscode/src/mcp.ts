@@ -70,8 +70,16 @@ async function definitions(
   const found: unknown[] = [];
   for (const folder of vscode.workspace.workspaceFolders ?? []) {
     const interpreter = await resolveInterpreter(folder, log);
+    // An interpreter the workspace-trust rules refuse (a repository's own, untrusted) is
+    // never offered: the language server says why.
+    const refused: string | undefined = (interpreter as { refused?: string }).refused;
+    if (refused) {
+      log.appendLine(`anchor-ls: no MCP server for ${folder.name}: ${refused}`);
+      continue;
+    }
     const args = [...interpreter.args, "-P", "-m", "anchor_ls", "mcp", folder.uri.fsPath];
-    const definition = new Definition(`anchor-ls: ${folder.name}`, interpreter.command, args, {}, version);
+    const env = { PYTHONSAFEPATH: "1" }; // -P for the processes it starts too
+    const definition = new Definition(`anchor-ls: ${folder.name}`, interpreter.command, args, env, version);
     definition.cwd = cwd;
     found.push(definition);
   }
