@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from anchor_ls import __version__
-from anchor_ls.index import CALLS, DENSE_KINDS, STRUCTURAL_KINDS, Index
+from anchor_ls.agent.queries import Queries, QueryError
+from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, Index
 
 
 def _index_for(args: argparse.Namespace, path: str) -> Index:
@@ -76,45 +78,63 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_targets(index: Index, target: str) -> list[str]:
-    graph = index.graph
-    if target in graph.entities:
-        return [target]
-    suffix = target.lstrip(".:")
-    return sorted(
-        ident
-        for ident, ent in graph.entities.items()
-        if ent.qualname == suffix or ent.qualname.endswith("." + suffix)
-    )
+def _answer(args: argparse.Namespace, tool: str, ask: Callable[[Queries], dict]) -> int:
+    """Answer one agent query (the MCP tool's object): JSON with --json, else text."""
+    from anchor_ls.agent.render import as_text, error_text
 
-
-def _cmd_neighbours(args: argparse.Namespace, inverse: bool) -> int:
     index = _index_for(args, args.path)
-    targets = _find_targets(index, args.target)
-    if not targets:
-        print(f"anchor-ls: no entity matches {args.target!r}", file=sys.stderr)
+    try:
+        answer = ask(Queries(index, max_items=args.max_items))
+    except QueryError as err:
+        if args.json:
+            print(json.dumps(err.as_dict(), indent=2, ensure_ascii=False))
+        else:
+            print(f"anchor-ls: {error_text(err.as_dict())}", file=sys.stderr)
         return 1
-    graph = index.graph
-    for ident in targets:
-        others = graph.into(CALLS, ident) if inverse else graph.out(CALLS, ident)
-        if len(targets) > 1:
-            print(f"{ident}:")
-        for other in others:
-            src, dst = (other, ident) if inverse else (ident, other)
-            ent = graph.entity(src)
-            lines = sorted({span[0] + 1 for span in graph.sites(src, dst)})
-            where = f"{ent.path}:{lines[0]}" if ent and lines else ""
-            prefix = "  " if len(targets) > 1 else ""
-            print(f"{prefix}{other}" + (f"\t{where}" if where else ""))
+    if args.json:
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    else:
+        print(as_text(tool, answer))
     return 0
 
 
 def cmd_callers(args: argparse.Namespace) -> int:
-    return _cmd_neighbours(args, inverse=True)
+    return _answer(args, "callers", lambda q: q.callers(args.target, args.depth, args.limit))
 
 
 def cmd_callees(args: argparse.Namespace) -> int:
-    return _cmd_neighbours(args, inverse=False)
+    return _answer(args, "callees", lambda q: q.callees(args.target, args.depth, args.limit))
+
+
+def cmd_find(args: argparse.Namespace) -> int:
+    return _answer(args, "find_symbol", lambda q: q.find_symbol(args.query, args.kind, args.limit))
+
+
+def cmd_impact(args: argparse.Namespace) -> int:
+    return _answer(args, "impact", lambda q: q.impact(args.target, args.depth, args.limit))
+
+
+def cmd_hierarchy(args: argparse.Namespace) -> int:
+    return _answer(args, "hierarchy", lambda q: q.hierarchy(args.target))
+
+
+def cmd_outline(args: argparse.Namespace) -> int:
+    return _answer(args, "outline", lambda q: q.outline(args.file))
+
+
+def cmd_related_tests(args: argparse.Namespace) -> int:
+    return _answer(args, "related_tests", lambda q: q.related_tests(args.target))
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from anchor_ls.agent.mcp_server import serve
+
+    root = Path(args.path)
+    if not root.is_dir():
+        raise SystemExit(f"anchor-ls: {args.path}: not a folder")
+    return serve(
+        root, cache_dir=args.cache, exclude=tuple(args.exclude or ()), max_items=args.max_items
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -176,11 +196,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pretty", action="store_true", help="indent the JSON")
     p.set_defaults(func=cmd_graph)
 
+    def query(name: str, help_text: str, func: Callable[[argparse.Namespace], int]) -> Any:
+        p = indexed(name, help_text)
+        p.add_argument("--json", action="store_true", help="the MCP tool's JSON object")
+        p.set_defaults(func=func)
+        return p
+
     for name, func in (("callers", cmd_callers), ("callees", cmd_callees)):
-        p = indexed(name, f"list the {name} of TARGET (an id or a qualified-name suffix)")
+        p = query(name, f"list the {name} of TARGET (an id or an id's suffix)", func)
         p.add_argument("target")
         p.add_argument("path", nargs="?", default=".")
-        p.set_defaults(func=func)
+        p.add_argument("--depth", type=int, default=1, help="levels to follow (default 1)")
+        p.add_argument("--limit", type=int, default=50, help="entries shown (default 50)")
+
+    p = query("find", "find definitions by id, qualified name or name", cmd_find)
+    p.add_argument("query")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("--kind", choices=["module", "class", "function", "method", "constant"])
+    p.add_argument("--limit", type=int, default=20, help="matches shown (default 20)")
+
+    p = query("impact", "what can break if TARGET changes, and the tests that reach it", cmd_impact)
+    p.add_argument("target")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("--depth", type=int, default=3, help="levels to follow (default 3)")
+    p.add_argument("--limit", type=int, default=100, help="entries shown (default 100)")
+
+    p = query("hierarchy", "a class's bases and subclasses; a method's overrides", cmd_hierarchy)
+    p.add_argument("target")
+    p.add_argument("path", nargs="?", default=".")
+
+    p = query("outline", "every definition of FILE with its signature and tag fields", cmd_outline)
+    p.add_argument("file", help="relative to PATH, or absolute inside it")
+    p.add_argument("path", nargs="?", default=".")
+
+    p = query("related-tests", "the tests that exercise TARGET", cmd_related_tests)
+    p.add_argument("target")
+    p.add_argument("path", nargs="?", default=".")
+
+    p = indexed("mcp", "serve the queries to agents: an MCP server on stdio")
+    p.add_argument("path", nargs="?", default=".")
+    p.set_defaults(func=cmd_mcp)
 
     p = indexed("tag", "materialize CodeAnchor tags: a snapshot (--out) or in place")
     p.add_argument("path")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.hashseed import ANY_SEED
-from anchor_ls.index import Index
+from anchor_ls.index import CALLS, Index
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
@@ -62,8 +62,10 @@ def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
     assert data == json.loads(json.dumps(index.graph.to_json()))
 
 
-def callers_of(output: str) -> list[str]:
-    return [line.split("\t")[0] for line in output.splitlines()]
+def listed(output: str) -> list[str]:
+    """The ids a callers/callees answer lists: each line starts with one (deeper levels
+    indented)."""
+    return [line.split()[0] for line in output.splitlines() if line.strip()]
 
 
 def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
@@ -71,48 +73,50 @@ def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
     by_id = run("callers", "pkg/service.py:checkout", str(repo))
     assert by_suffix.returncode == by_id.returncode == 0, by_suffix.stderr
     assert by_suffix.stdout == by_id.stdout
-    names = callers_of(by_id.stdout)
-    assert names == sorted(names)
-    assert {"pkg/service.py:quick_checkout", "pkg/service.py:CheckoutService.run"} <= set(names)
-    # Each caller is followed by the file and line of its first call.
-    service = (repo / "pkg/service.py").read_text(encoding="utf-8").splitlines()
+    names = listed(by_id.stdout)
+    # the code under test first, then test code (marked), each sorted
+    assert names == [
+        "pkg/service.py:CheckoutService.run",
+        "pkg/service.py:quick_checkout",
+        "tests/test_service.py:test_checkout_saves_and_charges",
+        "tests/test_service.py:test_unknown_sku_is_rejected",
+    ]
+    index = Index(repo, use_cache=False)
+    index.build()
+    assert set(names) == set(index.graph.into(CALLS, "pkg/service.py:checkout"))
+    # Each caller is followed by the file, line and text of its call.
     for line in by_id.stdout.splitlines():
         caller, where = line.split("\t")
-        path, _, lineno = where.rpartition(":")
-        assert caller.startswith(path + ":")
-        if path == "pkg/service.py":
-            assert "checkout(" in service[int(lineno) - 1]
+        path, lineno, text = where.split(":", 2)
+        assert caller.split()[0].startswith(path + ":")
+        source = (repo / path).read_text(encoding="utf-8").splitlines()
+        assert "checkout(" in text and source[int(lineno) - 1].strip() == text.strip()
+    assert by_id.stdout.splitlines()[2].endswith(
+        ' (test)\ttests/test_service.py:17: order = checkout(["apple", "pear"], repo, no_discount)'
+    )
 
 
 def test_callees_of_a_method_by_suffix(repo: Path) -> None:
     done = run("callees", "CheckoutService.run", str(repo))
     assert done.returncode == 0, done.stderr
-    names = callers_of(done.stdout)
+    names = listed(done.stdout)
     assert "pkg/service.py:checkout" in names
     assert "pkg/service.py:CheckoutService.report" in names
 
 
-def test_a_suffix_matching_several_entities_lists_each(repo: Path) -> None:
+def test_a_suffix_matching_several_entities_is_refused_with_the_candidates(repo: Path) -> None:
     done = run("callers", "total", str(repo))
-    assert done.returncode == 0, done.stderr
-    groups: dict[str, list[str]] = {}
-    header = ""
-    for line in done.stdout.splitlines():
-        if line.startswith("  "):
-            groups[header].append(line.strip().split("\t")[0])
-        else:
-            header = line.removesuffix(":")
-            groups[header] = []
-    assert list(groups) == ["pkg/models.py:LineItem.total", "pkg/models.py:Order.total"]
-    assert groups["pkg/models.py:LineItem.total"] == ["pkg/models.py:Order.total"]
-    assert "pkg/service.py:checkout" in groups["pkg/models.py:Order.total"]
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "'total' is ambiguous" in done.stderr
+    assert "  pkg/models.py:LineItem.total\n  pkg/models.py:Order.total" in done.stderr
 
 
 def test_unknown_target_exits_1_with_a_message(repo: Path) -> None:
     done = run("callers", "no_such_function", str(repo))
     assert done.returncode == 1
     assert done.stdout == ""
-    assert "no entity matches 'no_such_function'" in done.stderr
+    assert "no definition matches 'no_such_function'" in done.stderr
     assert "Traceback" not in done.stderr
 
 

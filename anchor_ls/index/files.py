@@ -38,12 +38,16 @@ def is_excluded(relpath: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(relpath, p) for p in patterns)
 
 
-def python_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str | Skipped]:
+def python_files(
+    root: Path, exclude: Sequence[str] = (), folders: dict[str, int] | None = None
+) -> Iterator[str | Skipped]:
     """Relpaths ('/'-separated, sorted) of the .py files under root, or why one was skipped.
 
     Symlinked folders are not followed (no loops, nothing outside the tree);
     a symlinked file is indexed when it points to a file inside the tree.
     Virtual environments (a folder with pyvenv.cfg) are left out.
+    `folders`, when given, gets the mtime (ns) of each folder walked, taken before it is
+    listed: a folder whose mtime has not moved since still lists the same names.
     """
     root_real = os.path.realpath(root)
     stack = [""]
@@ -51,6 +55,8 @@ def python_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str | Skip
         rel_dir = stack.pop()
         folder = os.path.join(root, rel_dir) if rel_dir else str(root)
         try:
+            if folders is not None:
+                folders[rel_dir] = os.stat(folder).st_mtime_ns
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as err:

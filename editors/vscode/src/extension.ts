@@ -18,6 +18,7 @@ import { StatusItem } from "./status";
 import { StatsView } from "./statsView";
 import { exportSnapshot } from "./exportSnapshot";
 import { toLocations, toPosition } from "./locations";
+import { registerMcpServers } from "./mcp";
 
 let client: LanguageClient | undefined;
 let status: StatusItem;
@@ -67,6 +68,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   watchPythonExtension(context);
   // Trusting the workspace lets its own anchorLs.interpreter (and the Python extension's) count.
   context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()));
+  registerMcpServers(context, output);
 
   await start();
 }

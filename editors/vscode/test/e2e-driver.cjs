@@ -203,6 +203,25 @@ async function run(page) {
   );
   log(`stats editor: ${JSON.stringify(stats.slice(0, 160))}…`);
 
+  step = "MCP: List Servers lists the anchor-ls server of the workspace folder";
+  if (versionAtLeast(process.env.E2E_CODE_VERSION || "0", "1.99")) {
+    const label = `anchor-ls: ${path.basename(process.env.E2E_WS)}`;
+    await runCommand(page, "MCP: List Servers");
+    const servers = await waitFor(
+      page,
+      () =>
+        [...document.querySelectorAll(".quick-input-list .monaco-list-row")].map((r) =>
+          (r.textContent || "").replace(/\u00a0/g, " ")
+        ),
+      (rows) => rows.some((t) => t.includes(label)),
+      60_000
+    );
+    log(`MCP servers listed: ${JSON.stringify(servers)}`);
+    await page.keyboard.press("Escape");
+  } else {
+    log(`MCP: Code ${process.env.E2E_CODE_VERSION} has no MCP server list to check`);
+  }
+
   step = "settings are live: hintFields [CALLS] turns the hint into callees";
   const settingsFile = path.join(RUN, "data", "User", "settings.json");
   const userSettings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
@@ -443,6 +462,17 @@ async function runCommand(page, title) {
   await input.fill(`>${title}`);
   await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor();
   await page.keyboard.press("Enter");
+}
+
+function versionAtLeast(version, least) {
+  const a = version.split(".").map(Number);
+  const b = least.split(".").map(Number);
+  for (let i = 0; i < b.length; i++) {
+    if ((a[i] || 0) !== b[i]) {
+      return (a[i] || 0) > b[i];
+    }
+  }
+  return true;
 }
 
 async function waitForFile(file, timeout) {

@@ -3,7 +3,10 @@
 # opens a copy of fixtures/example in headless Chromium (driven by playwright-core) and
 # checks that anchor-ls's inlay hints and code lenses render, that hovering a name in a
 # hint resolves its tooltip and link, that a lens opens the references view, that the
-# palette commands reach the server and that no module planted in the workspace ran.
+# palette commands reach the server, that no module planted in the workspace ran, and that
+# the MCP server definitions are registered and listed (MCP: List Servers) where the editor
+# has the API (elsewhere the output channel must say why not); then that an untrusted
+# workspace's own interpreter never runs.
 #
 # Usage: e2e.sh              install what is missing, then run the test
 #        e2e.sh --prepare    only install (apt, .vsix, code-server, playwright-core): no
@@ -304,6 +307,9 @@ log "code-server on 127.0.0.1:$PORT"
 # --- 6. drive the browser ---------------------------------------------------------------
 SHOT="${E2E_SCREENSHOT:-$E2E/screenshot.png}"
 set +e
+CODE_VERSION="$("$CS_BIN" --version | sed -n 's/.*with Code \([0-9][0-9.]*\).*/\1/p' | head -1)"
+[ -n "$CODE_VERSION" ] || die "no 'with Code X' in code-server --version"
+E2E_CODE_VERSION="$CODE_VERSION" \
 E2E_URL="http://127.0.0.1:$PORT/?folder=$WS" E2E_WS="$WS" E2E_RUN="$RUN" E2E_SHOT="$SHOT" \
   NODE_PATH="$E2E/pw/node_modules" setsid node "$HERE/test/e2e-driver.cjs" &
 driver=$!
@@ -324,7 +330,23 @@ marks="$(ls "$MARKS")"
 log "no module of the workspace ran"
 log "screenshot: $SHOT"
 
-# --- 7. an untrusted workspace that names its own interpreter ----------------------------
+# --- 7. MCP: the server definitions are registered where the editor lets extensions ------
+# (VS Code 1.99+; the driver saw the server listed); elsewhere the output channel says so.
+MCP_LINE="$(find "$RUN/data/logs" -name '*anchor-ls*' -type f -exec grep -h 'MCP server' {} + \
+  2>/dev/null | head -1)"
+version_at_least() { [ "$(printf '%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
+if [[ "$MCP_LINE" == *"MCP server definitions registered"* ]]; then
+  log "MCP: server definitions registered (Code $CODE_VERSION)"
+elif [[ "$MCP_LINE" == *"MCP server is not registered"* ]]; then
+  ! version_at_least "$CODE_VERSION" 1.99 \
+    || die "MCP: Code $CODE_VERSION lets extensions register MCP servers, yet: $MCP_LINE"
+  log "MCP: Code $CODE_VERSION has no MCP server API for extensions; the extension says so:"
+  log "  $MCP_LINE"
+else
+  die "MCP: the anchor-ls output channel says nothing about the MCP server"
+fi
+
+# --- 8. an untrusted workspace that names its own interpreter ----------------------------
 # Its .vscode/settings.json sets anchorLs.interpreter to its own .venv/bin/python (a script
 # that leaves a mark, then runs the real Python). Opened with workspace trust on and no
 # prompt, it stays in Restricted Mode: the server must run with the user's interpreter (the
