@@ -184,6 +184,8 @@ def test_project_root_picks_marker_then_package_chain_then_folder(
     write_files(tmp_path / "home", {"pyproject.toml": "", "proj/x.py": "", "y.py": ""})
     assert project_root(tmp_path / "home/proj/x.py").folder == tmp_path / "home/proj"
     assert project_root(tmp_path / "home/y.py").folder is None
+    # A buffer's URI that names no folder here indexes nothing.
+    assert project_root(tmp_path / "nowhere/x.py").folder is None
 
 
 # ----- requests before the first build ends --------------------------------

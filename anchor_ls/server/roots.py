@@ -42,6 +42,8 @@ def _marked(folder: Path) -> bool:
 def project_root(file: Path) -> Root:
     """The folder to index for `file` (an absolute path), and how it was chosen."""
     here = file.resolve().parent
+    if not here.is_dir():  # an unsaved buffer's URI may name anything
+        return Root(None, f"{here} is not a folder on this machine")
     for folder in (here, *here.parents):
         if _marked(folder):
             found = Root(folder, f"nearest project marker above {file.name}")
@@ -57,5 +59,5 @@ def project_root(file: Path) -> Root:
     if found.folder is None or not _too_wide(found.folder):
         return found
     if found.folder != here and not _too_wide(here):
-        return Root(here, f"folder of {file.name} ({found.folder} would be {found.how}: too wide)")
+        return Root(here, f"folder of {file.name}; {found.folder}, its {found.how}, is too wide")
     return Root(None, f"{here} is the filesystem root or the home folder: too wide to index")
