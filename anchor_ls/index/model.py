@@ -124,13 +124,17 @@ class Graph:
         return sorted(ents.values(), key=lambda e: (e.line, e.kind != "module", e.id))
 
     def entity_at(self, relpath: str, line: int) -> Entity | None:
-        """The innermost entity whose lines (decorators included) hold 0-based `line`."""
+        """The innermost entity whose lines (decorators included) hold 0-based `line`.
+
+        A definition as long as its file is inside the module, not the other way round.
+        """
         best: Entity | None = None
+        best_key = (0, False)
         for ent in self._by_file.get(relpath, {}).values():
-            if ent.start_line - 1 <= line <= ent.end_line - 1 and (
-                best is None or ent.end_line - ent.start_line < best.end_line - best.start_line
-            ):
-                best = ent
+            if ent.start_line - 1 <= line <= ent.end_line - 1:
+                key = (ent.end_line - ent.start_line, ent.kind == "module")
+                if best is None or key < best_key:
+                    best, best_key = ent, key
         return best
 
     def edges(self, kind: str | None = None) -> Iterator[Edge]:

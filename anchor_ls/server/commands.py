@@ -297,7 +297,12 @@ async def _reindex(ls: AnchorServer, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _folder_stats(ls: AnchorServer, folder: Folder) -> dict[str, Any]:
-    entry: dict[str, Any] = {"root": str(folder.root), "state": folder.state, "error": folder.error}
+    entry: dict[str, Any] = {
+        "root": str(folder.root),
+        "rootFrom": folder.origin,
+        "state": folder.state,
+        "error": folder.error,
+    }
     index = folder.index
     if index is not None and folder.state == READY:
         # Figures read while the indexer thread changes the index could be torn; when it

@@ -1,11 +1,16 @@
 """Request handlers: inlay hints, code lenses, call and type hierarchy.
 
-Each answers from what the index knows now (during indexing too) and returns
-an empty result for a URI, position or item that is not ours.
+A request for a folder whose first build is still running waits for it, up to
+FIRST_BUILD_WAIT seconds (the build puts its graph together at its end, so there
+is nothing to answer from before); past that it answers from what the index knows
+and says in the log that the answer is partial. After the first build each answers
+from what the index knows now (a rebuild serves the old graph until the new one is
+ready) and returns an empty result for a URI, position or item that is not ours.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,6 +25,8 @@ from anchor_ls.server.lenses import code_lenses, resolve_lens
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.protocol import JsonText
 from anchor_ls.server.server import AnchorServer
+
+FIRST_BUILD_WAIT = 10.0  # seconds a request waits for its folder's first build
 
 
 def _at(ls: AnchorServer, uri: str, position: types.Position, pick: Any) -> Any:
@@ -105,6 +112,22 @@ def _resolve(ls: AnchorServer, lens: types.CodeLens) -> types.CodeLens:
     return resolve_lens(where[0], lens, ls.encoding)
 
 
+async def _indexed(ls: AnchorServer, uri: str, what: str) -> None:
+    """Wait (bounded) for the first build of the folder of uri; log a partial answer."""
+    where = ls.locate(uri) if isinstance(uri, str) else None
+    waiter = where[0].first_build() if where is not None else None
+    if where is None or waiter is None:
+        return
+    try:
+        await asyncio.wait_for(waiter, FIRST_BUILD_WAIT)
+    except TimeoutError:
+        ls.log_to_client(
+            f"anchor-ls: {what} for {where[1]} answered from a partial index: "
+            f"{where[0].root} is still being indexed after {FIRST_BUILD_WAIT:g} s",
+            types.MessageType.Warning,
+        )
+
+
 async def _settled(ls: AnchorServer, uri: str) -> None:
     """Let a pending re-index of the document land first, unless a build is running."""
     where = ls.locate(uri)
@@ -127,6 +150,9 @@ RELATED = {
 
 def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
     async def prepare(ls: AnchorServer, params: Any) -> list | None:
+        await _indexed(
+            ls, params.text_document.uri, "type hierarchy" if types_only else "call hierarchy"
+        )
         return await ls.read(_prepare, ls, params.text_document.uri, params.position, types_only)
 
     return prepare
@@ -134,6 +160,7 @@ def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
 
 def _related_handler(which: str) -> Callable[..., Awaitable[list]]:
     async def related(ls: AnchorServer, params: Any) -> list:
+        await _indexed(ls, params.item.uri, f"{which} of {params.item.name}")
         return await ls.read(_related, ls, params.item, which)
 
     return related
@@ -145,6 +172,7 @@ def register(ls: AnchorServer) -> None:
         # JSON text, not lsprotocol objects: this answer is the hot path. Stored hints are
         # answered here; computing a file's hints goes to the reader pool.
         uri = params.text_document.uri
+        await _indexed(ls, uri, "inlay hints")
         await _settled(ls, uri)
         where = ls.locate(uri)
         if where is None or not ls.settings.inlay_hints:
@@ -164,6 +192,7 @@ def register(ls: AnchorServer) -> None:
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
     async def code_lens(ls: AnchorServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        await _indexed(ls, params.text_document.uri, "code lenses")
         await _settled(ls, params.text_document.uri)
         return await ls.read(_lenses, ls, params.text_document.uri)
 

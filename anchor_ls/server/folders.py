@@ -6,9 +6,11 @@ serializes index mutations); readers on other threads take `graph.lock`.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import hashlib
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,6 +53,11 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 def _cache_dir(settings: Settings, root: Path, shared: bool) -> Path | None:
     """The cache folder for `root`; one subfolder per root when several share a setting."""
     if settings.cache_dir is None:
@@ -67,9 +74,10 @@ def _cache_dir(settings: Settings, root: Path, shared: bool) -> Path | None:
 class Folder:
     """A workspace folder and the index of the Python files under it."""
 
-    def __init__(self, uri: str, root: Path) -> None:
+    def __init__(self, uri: str, root: Path, origin: str = "workspace folder") -> None:
         self.uri = uri
         self.root = root
+        self.origin = origin  # what named it: a workspace folder, rootUri, an opened file
         self.root_uri = (from_fs_path(str(root)) or "").rstrip("/")
         self.index: Index | None = None
         self.state = PENDING
@@ -83,11 +91,34 @@ class Folder:
         self.hints_restored = 0
         self.hints_saved_for: Index | None = None
         self._views: dict[str, tuple[str, SourceView]] = {}  # relpath -> (content hash, view)
+        self._built = False  # the first build has ended (ready or failed)
+        self._built_lock = threading.Lock()
+        self._built_waiters: list[asyncio.Future[None]] = []
 
     # ----- reads (any thread) -------------------------------------------
     @property
     def graph(self) -> Graph | None:
         return self.index.graph if self.index is not None else None
+
+    def first_build(self) -> asyncio.Future[None] | None:
+        """Event loop: a future done when the first build ends, or None once it has.
+
+        Until then the graph is empty (a build puts it together at its end), so an
+        answer from it would be a silent empty one.
+        """
+        with self._built_lock:
+            if self._built:
+                return None
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._built_waiters.append(waiter)
+            return waiter
+
+    def _first_build_ended(self) -> None:
+        with self._built_lock:
+            self._built, waiters = True, self._built_waiters
+            self._built_waiters = []
+        for waiter in waiters:
+            waiter.get_loop().call_soon_threadsafe(_wake, waiter)
 
     def relpath(self, path: Path) -> str | None:
         try:
@@ -125,6 +156,7 @@ class Folder:
             self._build(settings, shared_cache, progress)
         finally:
             self.hints.end_change(None)
+            self._first_build_ended()
 
     def _build(self, settings: Settings, shared_cache: bool, progress: Callable) -> None:
         if self.policy is None:  # until the graph's figures are known

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path, uri_scheme
 
 from anchor_ls.server import settings as config
 from anchor_ls.server.folders import Folder
-from anchor_ls.server.server import AnchorServer
+from anchor_ls.server.roots import project_root
+from anchor_ls.server.server import PYTHON_SUFFIXES, AnchorServer
 
 log = logging.getLogger(__name__)
 
@@ -25,23 +26,57 @@ WATCHERS = [
     # A deleted folder arrives as one event for the folder, not one per file.
     types.FileSystemWatcher(glob_pattern="**/*", kind=types.WatchKind.Delete),
 ]
+OPENED = "opened file"  # a folder found from the first opened file (see roots.py)
 
 
 def _folders(params: types.InitializeParams) -> list[Folder]:
     entries: list[str] = [f.uri for f in params.workspace_folders or []]
+    origin = "workspace folder"
     if not entries and params.root_uri:
-        entries = [params.root_uri]
+        entries, origin = [params.root_uri], "rootUri"
     found: list[Folder] = []
     for uri in entries:
         path = to_fs_path(uri) if uri.startswith("file:") else None
         if path and Path(path).is_dir():
-            found.append(Folder(uri, Path(path).resolve()))
+            found.append(Folder(uri, Path(path).resolve(), origin))
         else:
             log.warning("ignoring workspace folder %s: not a local directory", uri)
     if not found and params.root_path and Path(params.root_path).is_dir():
         root = Path(params.root_path).resolve()
-        found.append(Folder(root.as_uri(), root))
+        found.append(Folder(root.as_uri(), root, "rootPath"))
     return found
+
+
+def adopt_project(ls: AnchorServer, uri: str) -> None:
+    """didOpen: while no folder is known, index the project of the opened Python file.
+
+    Its build starts once `initialized` has the client's settings; requests for the
+    file meanwhile wait for it like any first build's (features.py).
+    """
+    if ls.folders or not isinstance(uri, str) or uri_scheme(uri) != "file":
+        return
+    fs_path = to_fs_path(uri)
+    if not fs_path or not fs_path.endswith(PYTHON_SUFFIXES):
+        return
+    root = project_root(Path(fs_path))
+    if root.folder is None:
+        ls.log_to_client(
+            f"anchor-ls: no workspace folder, and none is indexed for {fs_path}: {root.how}; "
+            "open its project folder instead",
+            types.MessageType.Warning,
+        )
+        return
+    folder = Folder(from_fs_path(str(root.folder)) or root.folder.as_uri(), root.folder, OPENED)
+    ls.folders.append(folder)
+    ls.log_to_client(
+        f"anchor-ls: the client named no workspace folder; indexing {root.folder} ({root.how})"
+    )
+
+    async def build() -> None:
+        await ls.configured.wait()
+        await ls.build([folder])
+
+    ls.background(build())
 
 
 async def _pull_settings(ls: AnchorServer, base: config.Settings) -> config.Settings | None:
@@ -127,10 +162,15 @@ def register(ls: AnchorServer) -> None:
         pulled = await _pull_settings(ls, ls.settings)
         if pulled is not None:
             ls.settings = pulled
+        named = [f for f in ls.folders if f.origin != OPENED]
+        ls.configured.set()
         if not ls.folders:
-            ls.log_to_client("anchor-ls: no workspace folder; nothing to index")
-            return
-        await ls.build(ls.folders)
+            ls.log_to_client(
+                "anchor-ls: no workspace folder; the project of the first Python file "
+                "opened will be indexed"
+            )
+        if named:
+            await ls.build(named)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(

@@ -59,6 +59,7 @@ class AnchorServer(LanguageServer):
         )
         self.settings = Settings()
         self.folders: list[Folder] = []
+        self.configured = asyncio.Event()  # initialized has the client's settings (lifecycle)
         self.indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="anchor-index")
         self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="anchor-read")
         self._pending_text: dict[str, str] = {}

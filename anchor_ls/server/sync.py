@@ -8,6 +8,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path, uri_scheme
 
 from anchor_ls.server.folders import Folder
+from anchor_ls.server.lifecycle import adopt_project
 from anchor_ls.server.server import AnchorServer
 
 
@@ -34,6 +35,7 @@ def _folder_removed(folder: Folder, prefix: str) -> set[str]:
 def register(ls: AnchorServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: AnchorServer, params: types.DidOpenTextDocumentParams) -> None:
+        adopt_project(ls, params.text_document.uri)
         ls.schedule_update(params.text_document.uri, delay=0)
         ls.prepare_edits_soon()
 

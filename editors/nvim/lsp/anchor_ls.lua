@@ -15,14 +15,9 @@ return {
   cmd_cwd = plugin,
   cmd_env = { PYTHONSAFEPATH = '1' },
   filetypes = { 'python' },
-  root_markers = {
-    'pyproject.toml',
-    'setup.py',
-    'setup.cfg',
-    'requirements.txt',
-    'Pipfile',
-    '.git',
-  },
+  -- The nearest root marker above the file, else the top of its package chain, else its
+  -- folder; never / or the home folder (lua/anchor_ls/root.lua, as the server finds it).
+  root_dir = require('anchor_ls.root').root_dir,
   settings = {
     anchorLs = {
       policy = 'auto',

@@ -35,8 +35,43 @@ function M.check()
   if #clients == 0 then
     h.info('no anchor_ls client is running (open a Python file)')
   end
+  local how = require('anchor_ls.root').how
   for _, c in ipairs(clients) do
-    h.ok(string.format('client %d running for %s', c.id, c.root_dir or '(no root)'))
+    if c.root_dir then
+      local found = how[c.root_dir]
+      h.ok(string.format('client %d running for %s%s', c.id, c.root_dir, found and (' (' .. found .. ')') or ''))
+    else
+      local files = {}
+      for bufnr in pairs(c.attached_buffers) do
+        table.insert(files, vim.api.nvim_buf_get_name(bufnr))
+      end
+      h.warn(
+        string.format(
+          'client %d has no root folder (attached to %s): the server indexes the project of the first Python file opened, and never the home folder or /',
+          c.id,
+          table.concat(files, ', ')
+        ),
+        {
+          'open a file inside a project: a folder with pyproject.toml, setup.py, setup.cfg, requirements.txt, Pipfile or .git, or a package',
+          "or give a root: vim.lsp.config('anchor_ls', { root_dir = ... })",
+        }
+      )
+    end
+    local answer = c:request_sync('workspace/executeCommand', { command = 'anchor.stats', arguments = {} }, 3000)
+    local stats = answer and answer.result
+    if type(stats) == 'table' and type(stats.folders) == 'table' then
+      if #stats.folders == 0 then
+        h.warn(string.format('client %d: the server indexes no folder (see :LspLog for why)', c.id))
+      end
+      for _, f in ipairs(stats.folders) do
+        local line = string.format('client %d indexes %s (%s): %s', c.id, tostring(f.root), tostring(f.rootFrom), tostring(f.state))
+        if f.state == 'failed' then
+          h.error(line .. ': ' .. tostring(f.error))
+        else
+          h.ok(line)
+        end
+      end
+    end
   end
 end
 

@@ -10,7 +10,7 @@ local SECTION = 'anchorLs'
 M.defaults = {
   cmd = nil, -- default: lsp/anchor_ls.lua's { 'anchor-ls', 'serve' }
   filetypes = nil,
-  root_markers = nil,
+  root_markers = nil, -- default: lua/anchor_ls/root.lua's markers (then package chain, folder)
   inlay_hints = true, -- vim.lsp.inlay_hint.enable for attached buffers
   codelens = true, -- refresh code lenses on attach, BufEnter, InsertLeave, BufWritePost
   open_quickfix = true, -- :copen after anchor.showLocations fills the list
@@ -19,8 +19,9 @@ M.defaults = {
 
 M.options = vim.deepcopy(M.defaults)
 
---- Progress and policy per client id, for statuslines (see M.status()).
-local state = {} ---@type table<integer, {progress: string?, policy: string?}>
+--- Progress and policy per client id, for statuslines (see M.status()); `asked` is a policy
+--- set by M.configure that the server's stats have not confirmed yet.
+local state = {} ---@type table<integer, {progress: string?, policy: string?, asked: string?}>
 
 local function notify(msg, level)
   vim.notify('anchor-ls: ' .. msg, level or vim.log.levels.INFO)
@@ -187,13 +188,51 @@ local function pretty(value, indent)
 end
 M._pretty = pretty
 
+--- Take the policy of a stats answer into the statusline, unless it predates a policy asked
+--- for since (the server applies a change after answering requests already queued).
+local function note_policy(client_id, stats)
+  local s = state[client_id]
+  if not s or type(stats) ~= 'table' then
+    return
+  end
+  if s.asked then
+    -- Applied once the settings and every folder's resolved policy say so.
+    local settings = type(stats.settings) == 'table' and stats.settings or {}
+    local because = s.asked == 'auto' and 'auto:' or (s.asked .. ' requested')
+    if settings.policy ~= s.asked then
+      return
+    end
+    for _, f in ipairs(type(stats.folders) == 'table' and stats.folders or {}) do
+      local reason = type(f.policy) == 'table' and f.policy.reason or ''
+      if type(reason) ~= 'string' or reason:sub(1, #because) ~= because then
+        return
+      end
+    end
+    s.asked = nil
+  end
+  local text = M.describe_policy(stats)
+  if s.policy ~= text then
+    s.policy = text
+    vim.cmd('redrawstatus')
+  end
+end
+
+--- Ask the server for its stats only to update the statusline.
+local function refresh_status(client)
+  client:request('workspace/executeCommand', { command = 'anchor.stats', arguments = {} }, function(err, result)
+    if not err then
+      note_policy(client.id, result)
+    end
+  end)
+end
+
 --- anchor.stats: `on_result(err, stats)`, or a scratch buffer with the JSON when none given.
 function M.stats(on_result)
   return M.execute('anchor.stats', {}, function(err, result)
     local client = M.client(vim.api.nvim_get_current_buf())
     if not err and type(result) == 'table' and client then
       state[client.id] = state[client.id] or {}
-      state[client.id].policy = M.describe_policy(result)
+      note_policy(client.id, result)
     end
     if on_result then
       on_result(err, result)
@@ -221,8 +260,16 @@ function M.configure(settings)
   for _, client in ipairs(vim.lsp.get_clients({ name = NAME })) do
     client.settings = vim.tbl_deep_extend('force', client.settings or {}, { [SECTION] = settings })
     client:notify('workspace/didChangeConfiguration', { settings = client.settings })
+    if type(settings.policy) == 'string' then
+      -- The statusline shows the new policy at once; the server's resolution (auto→topo)
+      -- follows when it has applied it (it then asks for a code-lens refresh).
+      state[client.id] = state[client.id] or {}
+      state[client.id].policy, state[client.id].asked = settings.policy, settings.policy
+      refresh_status(client)
+    end
   end
   vim.lsp.config(NAME, { settings = { [SECTION] = settings } })
+  vim.cmd('redrawstatus')
 end
 
 --- Client-side command of the server's code lenses: [uri, position, locations] -> quickfix.
@@ -327,6 +374,10 @@ function M.setup(opts)
       -- Neovim 0.11 has no handler of its own for this request.
       ['workspace/codeLens/refresh'] = function(_, _, ctx)
         refresh_lenses(ctx.client_id)
+        local client = vim.lsp.get_client_by_id(ctx.client_id)
+        if client and (state[client.id] or {}).asked then
+          refresh_status(client)
+        end
         return vim.NIL
       end,
     },
@@ -336,9 +387,6 @@ function M.setup(opts)
   end
   if o.filetypes then
     config.filetypes = o.filetypes
-  end
-  if o.root_markers then
-    config.root_markers = o.root_markers
   end
   local base = vim.lsp.config[NAME] or {}
   local settings = vim.tbl_deep_extend('force', (base.settings or {})[SECTION] or {}, o.settings or {})

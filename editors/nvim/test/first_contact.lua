@@ -1,0 +1,135 @@
+-- Headless Neovim test of a new user's first steps (driven by tests/test_nvim_first_contact.py):
+-- :help anchor_ls, a Python file in a folder with no root marker (hints all the same), the
+-- statusline after :AnchorPolicy, and :checkhealth anchor_ls with a file in the home folder
+-- (a client with no root). Writes what it saw to a JSON file.
+--
+-- Env: ANCHOR_NVIM_PLUGIN  the editors/nvim directory
+--      ANCHOR_NVIM_CMD     JSON list: the server command
+--      ANCHOR_NVIM_LOOSE   a Python file in a folder without markers, with a `def area(`
+--      ANCHOR_NVIM_HOMED   a Python file directly in $HOME
+--      ANCHOR_NVIM_OUT     where to write the JSON results
+local env = vim.env
+local out_path = assert(env.ANCHOR_NVIM_OUT, 'ANCHOR_NVIM_OUT')
+local timeout = 120000
+local result = { log = {} }
+local t0 = vim.uv.hrtime()
+
+local function log(msg)
+  table.insert(result.log, string.format('%.1fs %s', (vim.uv.hrtime() - t0) / 1e9, msg))
+end
+
+local function wait_for(what, cond, ms)
+  local value
+  local ok = vim.wait(ms or timeout, function()
+    value = cond()
+    return value ~= nil and value ~= false
+  end, 50)
+  if not ok then
+    error('timed out waiting for ' .. what, 0)
+  end
+  log('ok: ' .. what)
+  return value
+end
+
+local function run()
+  vim.opt.rtp:prepend((assert(env.ANCHOR_NVIM_PLUGIN, 'ANCHOR_NVIM_PLUGIN')))
+  local anchor = require('anchor_ls')
+  anchor.setup({ cmd = vim.json.decode((assert(env.ANCHOR_NVIM_CMD, 'ANCHOR_NVIM_CMD'))) })
+
+  -- :help anchor_ls, from the doc/tags the plugin ships.
+  local ok, err = pcall(vim.cmd, 'help anchor_ls')
+  result.help_error = not ok and tostring(err) or nil
+  if ok then
+    result.help_file = vim.api.nvim_buf_get_name(0)
+    result.help_line = vim.api.nvim_get_current_line()
+    vim.cmd('helpclose')
+  end
+
+  -- A file in a folder without any root marker.
+  local file = assert(env.ANCHOR_NVIM_LOOSE, 'ANCHOR_NVIM_LOOSE')
+  vim.cmd.edit(vim.fn.fnameescape(file))
+  local buf = vim.api.nvim_get_current_buf()
+  local client = wait_for('the client to attach', function()
+    return vim.lsp.get_clients({ name = 'anchor_ls', bufnr = buf })[1]
+  end)
+  result.root_dir = client.root_dir
+  local def_line
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if l:match('^def area%(') then
+      def_line = i - 1
+    end
+  end
+  result.hint = wait_for('an inlay hint on def area', function()
+    for _, h in ipairs(vim.lsp.inlay_hint.get({ bufnr = buf })) do
+      if h.inlay_hint.position.line == def_line then
+        local label = h.inlay_hint.label
+        if type(label) == 'table' then
+          local parts = {}
+          for _, p in ipairs(label) do
+            table.insert(parts, p.value)
+          end
+          label = table.concat(parts)
+        end
+        return label
+      end
+    end
+  end)
+
+  -- The statusline: the resolved policy once indexed, then each :AnchorPolicy at once.
+  result.status_indexed = wait_for('the resolved policy in the statusline', function()
+    local s = anchor.status()
+    return s:find('→', 1, true) and s
+  end)
+  vim.cmd('AnchorPolicy inv')
+  result.status_inv_at_once = anchor.status()
+  vim.wait(1500) -- the server applies it and answers stats meanwhile
+  result.status_inv_later = anchor.status()
+  vim.cmd('AnchorPolicy auto')
+  result.status_auto_at_once = anchor.status()
+  result.status_auto_resolved = wait_for('auto resolved again', function()
+    local s = anchor.status()
+    return s:find('→', 1, true) and s
+  end, 30000)
+
+  -- A file directly in the home folder: the client starts without a root.
+  local homed = assert(env.ANCHOR_NVIM_HOMED, 'ANCHOR_NVIM_HOMED')
+  vim.cmd.edit(vim.fn.fnameescape(homed))
+  local hbuf = vim.api.nvim_get_current_buf()
+  local hclient = wait_for('a client for the file in $HOME', function()
+    return vim.lsp.get_clients({ name = 'anchor_ls', bufnr = hbuf })[1]
+  end)
+  wait_for('that client to initialize', function()
+    return hclient.initialized
+  end)
+  result.homed_root_dir = hclient.root_dir or vim.NIL
+  result.homed_same_client = hclient.id == client.id
+  vim.cmd('checkhealth anchor_ls')
+  result.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+end
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    vim.schedule(function()
+      local ok, err = xpcall(run, debug.traceback)
+      result.ok = ok
+      if not ok then
+        result.error = tostring(err)
+      end
+      result.messages = vim.api.nvim_exec2('messages', { output = true }).output
+      local f = assert(io.open(out_path, 'w'))
+      f:write(vim.json.encode(result))
+      f:close()
+      for _, c in ipairs(vim.lsp.get_clients()) do
+        c:stop()
+      end
+      vim.wait(3000, function()
+        return #vim.lsp.get_clients() == 0
+      end, 50)
+      for _, c in ipairs(vim.lsp.get_clients()) do
+        c:stop(true)
+      end
+      vim.cmd(ok and 'qall!' or 'cquit!')
+    end)
+  end,
+})
