@@ -148,7 +148,7 @@ class Cache:
         self.warning = self.write_error = None
         return said
 
-    def _verified(self, name: str, stored: object) -> bytes | None:
+    def _verified(self, name: str, stored: object) -> memoryview | None:
         payload = self.key.open(name, stored)
         if payload is None and self.warning is None:
             self.warning = (
@@ -168,7 +168,7 @@ class Cache:
             if self.write_error is None:
                 self.write_error = f"cache {self.path} could not be written ({err}); not kept"
 
-    def summaries(self, wanted: dict[str, str]) -> dict[str, bytes]:
+    def summaries(self, wanted: dict[str, str]) -> dict[str, memoryview]:
         """Pickled summaries by relpath for the (relpath -> hash) pairs the cache holds."""
         if not wanted:
             return {}
@@ -176,7 +176,7 @@ class Cache:
             rows = self.db.execute("SELECT path, hash, blob FROM summaries").fetchall()
         except sqlite3.DatabaseError:
             return {}
-        out: dict[str, bytes] = {}
+        out: dict[str, memoryview] = {}
         for path, digest, blob in rows:
             if wanted.get(path) == digest:
                 payload = self._verified(f"summary\0{path}\0{digest}", blob)
@@ -189,11 +189,14 @@ class Cache:
         if not items:
             return
         sign = self.key.sign
-        rows = [(p, h, sign(f"summary\0{p}\0{h}", blob)) for p, h, blob in items]
+        # signed row by row as SQLite takes them: a list would hold a second copy of them all
+        rows = ((p, h, sign(f"summary\0{p}\0{h}", blob)) for p, h, blob in items)
         with self._writing() as db:
             db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", rows)
 
-    def load_graph(self, fingerprint: str, prefix: str) -> tuple[object, dict[str, bytes]] | None:
+    def load_graph(
+        self, fingerprint: str, prefix: str
+    ) -> tuple[object, dict[str, memoryview]] | None:
         """(state, the parts whose names start with prefix) stored for fingerprint."""
         try:
             row = self.db.execute("SELECT blob FROM graph WHERE key = ?", (fingerprint,)).fetchone()
@@ -210,7 +213,7 @@ class Cache:
 
     def graph_parts(
         self, prefix: str, fingerprint: str | None = None
-    ) -> Iterator[tuple[str, bytes]]:
+    ) -> Iterator[tuple[str, memoryview]]:
         """The stored parts whose names start with prefix, one row at a time (none when
         the graph stored is not that of fingerprint any more). A part that does not verify
         is left out, as if it were missing."""
@@ -245,7 +248,7 @@ class Cache:
                 ((name, sign(f"part\0{name}", part)) for name, part in parts),
             )
 
-    def load_derived(self, name: str, fingerprint: str) -> bytes | None:
+    def load_derived(self, name: str, fingerprint: str) -> memoryview | None:
         """What a layer above stored for the graph of this fingerprint, if it is that one."""
         try:
             row = self.db.execute(

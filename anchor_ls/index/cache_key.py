@@ -37,7 +37,7 @@ class CacheKey:
         self._key = key
         self.problem = problem
 
-    def tag(self, name: str, payload: bytes) -> bytes:
+    def tag(self, name: str, payload: bytes | memoryview) -> bytes:
         h = hashlib.blake2b(key=self._key, digest_size=TAG_BYTES, person=_PERSON)
         h.update(name.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
@@ -48,11 +48,12 @@ class CacheKey:
         """The payload as stored: its tag, then the payload. The name binds it to its row."""
         return self.tag(name, payload) + payload
 
-    def open(self, name: str, stored: object) -> bytes | None:
-        """The payload of a stored row, or None when the row was not signed with this key."""
+    def open(self, name: str, stored: object) -> memoryview | None:
+        """The payload of a stored row (a view: no copy of a warm start's many megabytes),
+        or None when the row was not signed with this key."""
         if not isinstance(stored, bytes) or len(stored) < TAG_BYTES:
             return None
-        payload = stored[TAG_BYTES:]
+        payload = memoryview(stored)[TAG_BYTES:]
         return payload if hmac.compare_digest(stored[:TAG_BYTES], self.tag(name, payload)) else None
 
 

@@ -184,7 +184,7 @@ class Index:
         return self.stats()
 
     # ----- data derived from a build -------------------------------------
-    def derived(self, name: str) -> bytes | None:
+    def derived(self, name: str) -> memoryview | None:
         """What keep_derived() stored for a graph equal to this one (same files, same
         engine), if the index is still as built; else None."""
         with self.lock:
@@ -882,7 +882,7 @@ class Index:
             for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
                 yield _PASSED + rel, _dump(per_scope)
 
-    def _restore(self, state: object, parts: dict[str, bytes], fingerprint: str) -> bool:
+    def _restore(self, state: object, parts: dict[str, memoryview], fingerprint: str) -> bool:
         if not isinstance(state, dict) or "paths" not in state:
             return False
         paths = state["paths"]
@@ -1035,7 +1035,7 @@ def _differing(before: dict, after: dict) -> set[tuple[str, int]]:
     return {fn for fn in set(before) | set(after) if plain(before, fn) != plain(after, fn)}
 
 
-def _unpickled(rows: Iterable[tuple[str, bytes]], prefix: str) -> dict[str, Any]:
+def _unpickled(rows: Iterable[tuple[str, memoryview]], prefix: str) -> dict[str, Any]:
     return {name.removeprefix(prefix): pickle.loads(blob) for name, blob in rows}
 
 
