@@ -456,54 +456,6 @@ class Queries:
             frontier = reached
         return sorted((d, s) for s, d in distance.items() if s != cls)
 
-    def _declared_bases(self, cls: Entity) -> list[str]:
-        """cls's bases in the repository, in the order its class statement lists them."""
-        bases = self.graph.out(INHERITS, cls.id)
-        if len(bases) < 2:
-            return bases
-        header = self.signature(cls)
-        inside = header.partition("(")[2]
-
-        def place(base: str) -> tuple[int, str]:
-            name = base.rpartition(".")[2].rpartition(":")[2]
-            match = re.search(rf"\b{re.escape(name)}\b", inside)
-            return (match.start() if match else len(inside), base)
-
-        return sorted(bases, key=place)
-
-    def mro(self, cls: Entity) -> list[str]:
-        """C3 linearisation over the repository's classes (bases outside it are not known)."""
-        memo: dict[str, list[str]] = {}
-
-        def linear(ident: str, active: frozenset[str]) -> list[str]:
-            if ident in memo:
-                return memo[ident]
-            ent = self.graph.entity(ident)
-            if ent is None or ident in active:
-                return [ident]
-            bases = self._declared_bases(ent)
-            seqs = [list(linear(b, active | {ident})) for b in bases] + [list(bases)]
-            result = [ident]
-            while True:
-                seqs = [s for s in seqs if s]
-                if not seqs:
-                    break
-                for seq in seqs:
-                    head = seq[0]
-                    if not any(head in s[1:] for s in seqs):
-                        break
-                else:  # inconsistent: depth-first order, as the binder falls back
-                    result.extend(c for s in seqs for c in s if c not in result)
-                    break
-                result.append(head)
-                for s in seqs:
-                    if s and s[0] == head:
-                        del s[0]
-            memo[ident] = result
-            return result
-
-        return linear(cls.id, frozenset())
-
     def _overrides(self, method: Entity) -> list[str]:
         cls = self._class_of(method)
         if cls is None:
@@ -522,7 +474,9 @@ class Queries:
         with graph.lock:
             ent = self.resolve(symbol)
             if ent.kind == "class":
-                bases = [self._brief(e) for i in self.mro(ent)[1:] if (e := graph.entity(i))]
+                bases = [
+                    self._brief(e) for i in self.index.mro(ent.id)[1:] if (e := graph.entity(i))
+                ]
                 subs = []
                 for level, ident in self._subclasses(ent.id):
                     sub = graph.entity(ident)
@@ -546,7 +500,7 @@ class Queries:
             cls = self._class_of(ent)
             assert cls is not None
             overridden = []
-            for klass in self.mro(cls)[1:]:
+            for klass in self.index.mro(cls.id)[1:]:
                 found = graph.entity(f"{klass}.{ent.name}")
                 if found is not None:
                     overridden.append(self._brief(found))
