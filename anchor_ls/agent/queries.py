@@ -53,6 +53,11 @@ MAX_SITES = 3  # call-site lines shown per caller or callee (the rest are counte
 MAX_CANDIDATES = 20  # ids listed by an ambiguity or unknown-symbol error
 MAX_LISTED = 100  # entries of the answers that take no limit (hierarchy, related_tests)
 OUTLINE_FIELD_ITEMS = 5  # ids per tag field in an outline
+# Definitions an outline lists, the first in source order (the rest are counted). On
+# Django 5.1.4 a file has 5 at the median (64 at p95, 529 at most) and one costs 48 tokens
+# at the median, 100 at p95 (characters / 4 of the JSON): 35 lists 89% of its files whole
+# and keeps every answer under 4,000 tokens (3,925 at most); the 529 whole were 36,000.
+MAX_OUTLINE = 35
 HELPER_DEPTH = 3  # test helpers followed from a test caller toward the tests
 SIGNATURE_CHARS = 160
 SOURCE_CHARS = 120
@@ -554,16 +559,19 @@ class Queries:
             raise QueryError(f"{err}", policies=list(POLICIES)) from err
 
     def outline(self, path: str) -> dict[str, Any]:
-        """Every definition of one file, with its header, lines, tag fields in short form
-        and how many tests exercise it."""
+        """The definitions of one file, the first MAX_OUTLINE in source order (`more`
+        counts the rest), with header, lines, tag fields in short form and how many tests
+        exercise each."""
         graph = self.graph
         base = resolve_policy("topo", 0.0, OUTLINE_FIELD_ITEMS)
         policy = replace(base, fields=OUTLINE_FIELDS)
         with graph.lock:
             rel = self.relpath(path)
             in_tests = is_test_path(rel)
+            definitions = graph.file_entities(rel)
+            shown, more = _capped(definitions, MAX_OUTLINE)
             items = []
-            for ent in graph.file_entities(rel):
+            for ent in shown:
                 item: dict[str, Any] = {
                     "name": ent.qualname or ent.path,
                     "kind": ent.kind,
@@ -582,7 +590,17 @@ class Queries:
                     item["tests"] = tests
                 items.append(item)
             problem = self.index.problems.get(rel)
-        answer: dict[str, Any] = {"path": rel, "test_code": in_tests, "definitions": items}
+        answer: dict[str, Any] = {
+            "path": rel,
+            "test_code": in_tests,
+            "definitions": items,
+            "more": more,
+        }
+        if more:
+            answer["note"] = (
+                f"{more} more definitions from line {definitions[MAX_OUTLINE].line} on are "
+                "left out: read the file from there, or ask find_symbol for one by name"
+            )
         if problem is not None:
             answer["problem"] = f"{problem.kind}: {problem.message}"
         return answer
