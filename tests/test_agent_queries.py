@@ -111,3 +111,16 @@ def test_the_hierarchy_of_a_chain_of_3000_classes(tmp_path: Path) -> None:
     answer = q.hierarchy("C2999")
     assert ids(answer["mro"]) == [f"chain.py:C{i}" for i in range(2998, -1, -1)]
     assert ids(q.hierarchy("C0")["subclasses"])[:2] == ["chain.py:C1", "chain.py:C2"]
+
+
+def test_a_cycle_of_bases_lists_each_class_once(tmp_path: Path) -> None:
+    # Python refuses such classes; the index sees the cycle and cuts it.
+    q = queries(
+        tmp_path,
+        {
+            "a.py": "from b import B\n\n\nclass A(B):\n    pass\n",
+            "b.py": "from a import A\n\n\nclass B(A):\n    pass\n",
+        },
+    )
+    assert ids(q.hierarchy("A")["mro"]) == ["b.py:B"]
+    assert ids(q.hierarchy("B")["mro"]) == ["a.py:A"]

@@ -969,11 +969,12 @@ class Index:
     # ----- queries ----------------------------------------------------------
     def mro(self, class_id: str) -> list[str]:
         """class_id and its repository bases in C3 order (ids; bases outside the repository
-        are not in the index). Read from the graph, which keeps each class statement's
-        order of bases: a warm start answers without loading the resolver state."""
+        are not in the index), each once: a cycle of bases repeats one where it is cut.
+        Read from the graph, which keeps each class statement's order of bases: a warm
+        start answers without loading the resolver state."""
         graph = self.graph
         with graph.lock:
-            return list(mro_of(class_id, graph.bases, {}, set()))
+            return list(dict.fromkeys(mro_of(class_id, graph.bases, {}, set())))
 
     # ----- figures ----------------------------------------------------------
     def stats(self) -> IndexStats:
