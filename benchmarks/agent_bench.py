@@ -38,6 +38,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_bench import DATA, fetch  # the corpora's one download helper
 
+from anchor_ls.agent.queries import MAX_OUTLINE
 from anchor_ls.index import CALLS, Index
 
 ROOT = DATA / "Django-5.1.4"
@@ -215,7 +216,7 @@ def table(
         )
     outlined = [len(index.source(a["path"]) or b"") / 4 for a in asks["outline"]]
     print(
-        f"\noutline lists every definition of a file: the files it outlined are "
+        f"\noutline lists a file's first {MAX_OUTLINE} definitions: the files it outlined are "
         f"{pct(outlined, 0.5):.0f} tokens at p50, {pct(outlined, 0.95):.0f} at p95"
     )
     mid = pct(all_tokens, 0.5)

@@ -20,6 +20,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from anchor_ls.agent.queries import MAX_OUTLINE
+
 SHOP = Path(__file__).resolve().parent.parent / "fixtures" / "agent_shop"
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 TOOLS = {
@@ -306,6 +308,25 @@ async def test_outline_gives_signatures_lines_and_short_tag_fields(
                 "fields": {"CALLS": ":Charge", "CALLED_BY": f"{H}:RefundHandler.handle"},
             },
         ]
+
+
+async def test_the_outline_of_a_large_file_is_capped_with_a_count(
+    shop: Path, tmp_path: Path
+) -> None:
+    big = "shop/big.py"
+    (shop / big).write_text("".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(600)))
+    async with agent(shop, tmp_path) as client:
+        answer = await client.ask("outline", path=big)
+    shown = [big] + [f"f{i}" for i in range(MAX_OUTLINE - 1)]  # the module, then f0, f1, ...
+    assert [d["name"] for d in answer["definitions"]] == shown
+    assert answer["more"] == 601 - MAX_OUTLINE > 0
+    first_left_out = 4 * (MAX_OUTLINE - 1) + 1  # f{MAX_OUTLINE - 1}: 4 lines a function
+    assert f"from line {first_left_out} on" in answer["note"]
+    done = cli(shop, "outline", big, "--json")
+    assert done.returncode == 0 and json.loads(done.stdout) == answer
+    text = cli(shop, "outline", big).stdout.splitlines()
+    assert text[-2].split() == [str(first_left_out - 4), "def", f"f{MAX_OUTLINE - 2}()"]
+    assert text[-1] == f"[{answer['note']}]"
 
 
 async def test_tags_are_the_materialized_block_text(shop: Path, tmp_path: Path) -> None:

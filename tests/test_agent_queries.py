@@ -51,3 +51,76 @@ def test_depth_and_limit_must_make_sense(tmp_path: Path) -> None:
         with pytest.raises(QueryError):
             call()
     assert q.callers("f", limit=0)["omitted"] == 0
+
+
+def ids(items: list[dict]) -> list[str]:
+    return [item["id"] for item in items]
+
+
+# Bases whose names a header does not list in their order: a module-qualified base next
+# to a same-named one, a generic base whose subscript names a later base, and an alias.
+DECLARED_ORDER = {
+    "mod.py": "class A:\n    def run(self):\n        pass\n",
+    "main.py": "import mod\nfrom typing import Generic, TypeVar\n\n"
+    'K = TypeVar("K")\nV = TypeVar("V")\n\n\n'
+    "class A:\n    def run(self):\n        pass\n\n\n"
+    "class C(mod.A, A):\n    def run(self):\n        pass\n\n\n"
+    "class Pair(Generic[K, V]):\n    pass\n\n\n"
+    "class Key:\n    pass\n\n\n"
+    "class Value:\n    pass\n\n\n"
+    "class Entry(Pair[Value, Key], Key, Value):\n    pass\n",
+}
+# What CPython computes for these classes (`C.__mro__`, `Entry.__mro__`), without the
+# classes outside the repository (object, typing.Generic):
+#   C:     C, mod.A, main.A, object
+#   Entry: Entry, Pair, Generic, Key, Value, object
+C_MRO = ["mod.py:A", "main.py:A"]
+ENTRY_MRO = ["main.py:Pair", "main.py:Key", "main.py:Value"]
+
+
+def test_hierarchy_follows_the_declared_order_of_the_bases(tmp_path: Path) -> None:
+    q = queries(tmp_path, DECLARED_ORDER)
+    assert ids(q.hierarchy("main.py:C")["mro"]) == C_MRO
+    assert ids(q.hierarchy("Entry")["mro"]) == ENTRY_MRO
+    overridden = q.hierarchy("main.py:C.run")["overridden"]
+    assert ids(overridden) == ["mod.py:A.run", "main.py:A.run"]
+
+
+def test_a_warm_start_and_an_edit_keep_the_declared_order(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    for rel, text in DECLARED_ORDER.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    Index(root, cache_dir=tmp_path / "cache").build()
+    warm = Index(root, cache_dir=tmp_path / "cache")
+    assert warm.build().from_cache
+    q = Queries(warm)
+    assert ids(q.hierarchy("main.py:C")["mro"]) == C_MRO
+    assert ids(q.hierarchy("Entry")["mro"]) == ENTRY_MRO
+    swapped = DECLARED_ORDER["main.py"].replace("(mod.A, A)", "(A, mod.A)")
+    warm.update_file("main.py", swapped)
+    q.changed()
+    assert ids(q.hierarchy("main.py:C")["mro"]) == ["main.py:A", "mod.py:A"]
+
+
+def test_the_hierarchy_of_a_chain_of_3000_classes(tmp_path: Path) -> None:
+    chain = "class C0:\n    pass\n" + "".join(
+        f"\n\nclass C{i}(C{i - 1}):\n    pass\n" for i in range(1, 3000)
+    )
+    q = queries(tmp_path, {"chain.py": chain})
+    answer = q.hierarchy("C2999")
+    assert ids(answer["mro"]) == [f"chain.py:C{i}" for i in range(2998, -1, -1)]
+    assert ids(q.hierarchy("C0")["subclasses"])[:2] == ["chain.py:C1", "chain.py:C2"]
+
+
+def test_a_cycle_of_bases_lists_each_class_once(tmp_path: Path) -> None:
+    # Python refuses such classes; the index sees the cycle and cuts it.
+    q = queries(
+        tmp_path,
+        {
+            "a.py": "from b import B\n\n\nclass A(B):\n    pass\n",
+            "b.py": "from a import A\n\n\nclass B(A):\n    pass\n",
+        },
+    )
+    assert ids(q.hierarchy("A")["mro"]) == ["b.py:B"]
+    assert ids(q.hierarchy("B")["mro"]) == ["a.py:A"]

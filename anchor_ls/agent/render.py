@@ -85,6 +85,8 @@ def _outline(answer: dict[str, Any]) -> list[str]:
             out.append(f"      {pad}  {name}: {value}")
         if item.get("tests"):
             out.append(f"      {pad}  tests: {item['tests']}")
+    if answer.get("more"):
+        out.append(f"[{answer['note']}]")
     return out
 
 

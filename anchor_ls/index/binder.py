@@ -30,7 +30,7 @@ from anchor_ls.index import dense
 from anchor_ls.index.classtables import ClassTables, Share
 from anchor_ls.index.decorators import decorator_kind, decorator_name
 from anchor_ls.index.modules import ModuleTable
-from anchor_ls.index.mro import Linearization, linearize
+from anchor_ls.index.mro import Linearization, mro_of
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values, renumbered
 from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.summary import (
@@ -821,43 +821,12 @@ class Binder:
         return out
 
     def mro(self, cls: tuple[str, int]) -> Linearization[tuple[str, int]]:
-        """cls and its repository bases in C3 order. Walked with a stack of its own, not
-        recursion: a chain of thousands of classes is as deep (a base still being
-        linearized, a cycle, stands for itself alone)."""
-        cached = self._mro.get(cls)
-        if cached is not None:
-            return cached
-        if cls in self._in_progress:
-            return Linearization([cls], None, cyclic=True)
-        # (class, its bases, the MROs of those linearized so far), innermost last
-        stack: list[tuple[tuple[str, int], list[tuple[str, int]], list]] = []
-        try:
-            self._push_mro(stack, cls)
-            while True:
-                klass, bases, done = stack[-1]
-                if len(done) < len(bases):
-                    base = bases[len(done)]
-                    found = self._mro.get(base)
-                    if found is not None or base in self._in_progress:
-                        done.append(found)
-                    else:
-                        self._push_mro(stack, base)
-                    continue
-                result = linearize(klass, bases, done)
-                stack.pop()
-                self._in_progress.discard(klass)
-                self._mro[klass] = result
-                if not stack:
-                    return result
-                stack[-1][2].append(result)
-        finally:
-            for klass, _bases, _done in stack:
-                self._in_progress.discard(klass)
+        """cls and its repository bases in C3 order."""
+        return mro_of(cls, self.repository_bases, self._mro, self._in_progress)
 
-    def _push_mro(self, stack: list, cls: tuple[str, int]) -> None:
-        self._in_progress.add(cls)
-        stack.append((cls, [], []))
-        stack[-1][1].extend((v[1], v[2]) for v in self.class_bases(cls) if v[0] == "c")
+    def repository_bases(self, cls: tuple[str, int]) -> list[tuple[str, int]]:
+        """cls's bases that are repository classes, in declared order."""
+        return [(v[1], v[2]) for v in self.class_bases(cls) if v[0] == "c"]
 
     def class_attr(self, cls: tuple[str, int], name: str, *, bound: bool, start: int = 0) -> Values:
         """Look `name` up along the MRO: class-body bindings, then `Cls.name = ...`."""

@@ -112,6 +112,24 @@ def edges(
     return out, sites
 
 
+def base_order(
+    summary: FileSummary, facts: FileFacts, ids_of: dict[str, list[str]]
+) -> dict[str, tuple[str, ...]]:
+    """The targets of each class's inherits edges in the order its class statement lists
+    them (the binder's `class_bases`), for the classes with two or more: C3 needs it and
+    the edges are a set."""
+    ids = ids_of[summary.path]
+    listed: dict[str, list[str]] = {}
+    for idx in sorted(facts.bases):
+        cls = ids[idx]
+        bases = listed.setdefault(cls, [])
+        for base in facts.bases[idx]:
+            dst = value_id(base, ids_of)
+            if dst is not None and dst != cls and dst not in bases:
+                bases.append(dst)
+    return {cls: tuple(bases) for cls, bases in listed.items() if len(bases) > 1}
+
+
 def _exercised(
     path: str, idx: int, calls_of: CallsOf, ids_of: dict[str, list[str]]
 ) -> Iterable[tuple[str, list[Span]]]:

@@ -92,6 +92,9 @@ class Graph:
         self._sites: dict[Edge, Sequence[Span]] = {}
         # relpath -> edges whose facts come from that file (its sources).
         self._file_edges: dict[str, tuple[Edge, ...]] = {}
+        # relpath -> class id -> its inherits targets in the order its class statement
+        # lists them (C3 reads that order), for the classes of that file with two or more.
+        self._base_order: dict[str, dict[str, tuple[str, ...]]] = {}
 
     # ----- queries -------------------------------------------------------
     def entity(self, entity_id: str) -> Entity | None:
@@ -110,6 +113,12 @@ class Graph:
 
     def in_degree(self, kind: str, dst: str) -> int:
         return len(self._in[kind].get(dst, ()))
+
+    def bases(self, cls: str) -> list[str]:
+        """Targets of inherits edges from `cls`, in the order its class statement lists them."""
+        order = self._base_order.get(path_of(cls))
+        found = order.get(cls) if order else None
+        return list(found) if found is not None else self.out(INHERITS, cls)
 
     def sites(self, src: str, dst: str, kind: str = CALLS) -> list[Span]:
         """Where in src's file the edge is made: its call sites, references or reads."""
@@ -230,6 +239,17 @@ class Graph:
                 for key, ends in lists.items():
                     adjacency[key] = (ends[0],) if len(ends) == 1 else tuple(sorted(set(ends)))
 
+    def replace_file_bases(self, relpath: str, order: dict[str, tuple[str, ...]]) -> None:
+        """Swap the declared order of the bases of one file's classes (those with two or
+        more; the targets are those of their inherits edges)."""
+        if order:
+            self._base_order[relpath] = order
+        else:
+            self._base_order.pop(relpath, None)
+
+    def file_bases(self, relpath: str) -> dict[str, tuple[str, ...]]:
+        return self._base_order.get(relpath, {})
+
     def file_edges(self, relpath: str) -> frozenset[Edge]:
         return frozenset(self._file_edges.get(relpath, ()))
 
@@ -240,6 +260,7 @@ class Graph:
 
     def drop_file(self, relpath: str) -> None:
         self.replace_file_edges(relpath, (), {})
+        self.replace_file_bases(relpath, {})
         self.replace_file_entities(relpath, ())
         self._by_file.pop(relpath, None)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Generic, TypeVar, overload
 
 T = TypeVar("T", bound=Hashable)
@@ -82,6 +82,55 @@ def linearize(
     seqs = [list(m) if m is not None else [b] for b, m in zip(bases, base_mros, strict=True)]
     cyclic = any(m is None or m.cyclic for m in base_mros)
     return Linearization(c3_merge(cls, [*seqs, bases]), None, cyclic)
+
+
+def mro_of(
+    cls: T,
+    bases_of: Callable[[T], Sequence[T]],
+    known: dict[T, Linearization[T]],
+    active: set[T],
+) -> Linearization[T]:
+    """cls and its bases (bases_of, in declared order) in C3 order. Walked with a stack of
+    its own, not recursion: a chain of thousands of classes is as deep.
+
+    known: the MROs found so far, added to; active: the classes being linearized (a base
+    among them, a cycle, stands for itself alone).
+    """
+    cached = known.get(cls)
+    if cached is not None:
+        return cached
+    if cls in active:
+        return Linearization([cls], None, cyclic=True)
+    # (class, its bases, the MROs of those linearized so far), innermost last
+    stack: list[tuple[T, list[T], list[Linearization[T] | None]]] = []
+
+    def push(klass: T) -> None:
+        active.add(klass)
+        stack.append((klass, [], []))  # on the stack before bases_of can fail: let go after
+        stack[-1][1].extend(bases_of(klass))
+
+    try:
+        push(cls)
+        while True:
+            klass, bases, done = stack[-1]
+            if len(done) < len(bases):
+                base = bases[len(done)]
+                found = known.get(base)
+                if found is not None or base in active:
+                    done.append(found)
+                else:
+                    push(base)
+                continue
+            result = linearize(klass, bases, done)
+            stack.pop()
+            active.discard(klass)
+            known[klass] = result
+            if not stack:
+                return result
+            stack[-1][2].append(result)
+    finally:
+        for klass, _bases, _done in stack:
+            active.discard(klass)
 
 
 def c3_merge(first: T, seqs: Sequence[Sequence[T]]) -> list[T]:

@@ -26,6 +26,7 @@ from anchor_ls.index.bodies import BodyEdit, body_edit, first_changed_line, move
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
+from anchor_ls.index.mro import mro_of
 from anchor_ls.index.shares import Shares
 from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
@@ -370,6 +371,10 @@ class Index:
             for rel, summary in self.binder.summaries.items():
                 graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
             graph.load_edges(self._file_edges_and_sites())
+            for rel, summary in self.binder.summaries.items():
+                graph.replace_file_bases(
+                    rel, factlib.base_order(summary, self._facts[rel], self._ids)
+                )
         self.graph = graph
 
     def _file_edges_and_sites(self) -> Iterator[tuple[str, set[Edge], dict]]:
@@ -797,10 +802,12 @@ class Index:
     def _apply_edges(self, rel: str) -> set[str]:
         self._note_binder_errors(rel)
         summary = self.binder.summaries[rel]
-        edges, sites = factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
+        facts = self._facts[rel]
+        edges, sites = factlib.edges(summary, facts, self._ids, self._calls_of)
         with self.graph.lock:
             old = self.graph.file_edges(rel)
             self.graph.replace_file_edges(rel, edges, sites)
+            self.graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
         moved = old ^ edges
         return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}
 
@@ -876,7 +883,8 @@ class Index:
                 made = graph.file_sites(rel)
                 sites = {tuple(e): made[e] for e in edges if e in made}
                 entities = [astuple_entity(e) for e in graph.file_entities(rel)]
-                yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites))
+                bases = graph.file_bases(rel)
+                yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites, bases))
             for rel, facts in sorted(self._facts.items()):
                 yield _FACTS + rel, _dump(facts)
             for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
@@ -895,12 +903,13 @@ class Index:
         # constructor; sites stay keyed by plain tuples, equal to their edges
         make = tuple.__new__
         with graph.lock:
-            for rel, (entities, _edges, _sites) in files.items():
+            for rel, (entities, _edges, _sites, bases) in files.items():
                 graph.replace_file_entities(rel, [Entity(*e) for e in entities])
+                graph.replace_file_bases(rel, bases)
             graph.load_edges(
                 (
                     (rel, [make(Edge, e) for e in edges], sites)
-                    for rel, (_entities, edges, sites) in files.items()
+                    for rel, (_entities, edges, sites, _bases) in files.items()
                 ),
                 ordered=True,
             )
@@ -956,6 +965,16 @@ class Index:
         self._facts = facts
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
         self.binder.warm()
+
+    # ----- queries ----------------------------------------------------------
+    def mro(self, class_id: str) -> list[str]:
+        """class_id and its repository bases in C3 order (ids; bases outside the repository
+        are not in the index), each once: a cycle of bases repeats one where it is cut.
+        Read from the graph, which keeps each class statement's order of bases: a warm
+        start answers without loading the resolver state."""
+        graph = self.graph
+        with graph.lock:
+            return list(dict.fromkeys(mro_of(class_id, graph.bases, {}, set())))
 
     # ----- figures ----------------------------------------------------------
     def stats(self) -> IndexStats:
