@@ -45,9 +45,9 @@ def prepare(rev: str) -> Path:
     return tree
 
 
-def run(label: str, tree: Path, python: Path, script: str, args: list[str]) -> None:
-    print(f"\n===== {label} ({tree}) =====", flush=True)
-    args = [a.replace("{label}", label.split()[0]) for a in args]
+def run(which: str, label: str, tree: Path, python: Path, script: str, args: list[str]) -> None:
+    print(f"\n===== {which} {label} ({tree}) =====", flush=True)
+    args = [a.replace("{label}", which) for a in args]
     subprocess.run([str(python), str(tree / "benchmarks" / script), *args], cwd=tree, check=False)
 
 
@@ -65,8 +65,9 @@ def main() -> None:
     after = HERE.parent
     here_python = Path(os.environ.get("VIRTUAL_ENV", after / ".venv")) / "bin" / "python"
     for n in range(opts.rounds):
-        run(f"before {opts.rev} (round {n + 1})", before, before / ".venv/bin/python", script, args)
-        run(f"after, working tree (round {n + 1})", after, here_python, script, args)
+        label = f"(round {n + 1})"
+        run("before", f"{opts.rev} {label}", before, before / ".venv/bin/python", script, args)
+        run("after", f"the working tree {label}", after, here_python, script, args)
 
 
 if __name__ == "__main__":
