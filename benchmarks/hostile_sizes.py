@@ -45,21 +45,22 @@ def inheritance_chain(n: int, chains: int = 1) -> str:
 
 
 def method_chain(n: int, shape: str = "calls") -> str:
-    """class K1(K0), K2(K1), ... where every class's method works on self: each calls
-    K0's m ("calls"), the one before it ("steps"), or stores self.x{i} in __init__
-    ("stores")."""
+    """class K1(K0), K2(K1), ... where every class's method works on self: it calls K0's
+    m ("calls") or the method of the class before ("steps"), or reads what __init__
+    stored in self ("stores")."""
     out = ["class K0:\n    def m(self):\n        return 1\n\n\n"]
     for i in range(1, n):
-        if shape == "calls":
-            body = f"    def m{i}(self):\n        return self.m()\n"
-        elif shape == "steps":
-            before = "m" if i == 1 else f"m{i - 1}"
-            body = f"    def m{i}(self):\n        return self.{before}()\n"
-        else:
-            body = f"    def __init__(self):\n        self.x{i} = K0()\n"
+        before = "m" if i == 1 else f"m{i - 1}"
+        body = {
+            "calls": f"    def m{i}(self):\n        return self.m()\n",
+            "steps": f"    def m{i}(self):\n        return self.{before}()\n",
+            "stores": (
+                f"    def __init__(self):\n        self.x{i} = K0()\n\n"
+                f"    def m{i}(self):\n        return self.x{i}.m()\n"
+            ),
+        }[shape]
         out.append(f"class K{i}(K{i - 1}):\n{body}\n\n")
-    last = "m()" if shape == "stores" else f"m{n - 1}()"
-    out.append(f"def use():\n    return K{n - 1}().{last}\n")
+    out.append(f"def use():\n    return K{n - 1}().m{n - 1}()\n")
     return "".join(out)
 
 
