@@ -157,6 +157,62 @@ def test_a_chain_whose_every_class_is_constructed_costs_work_in_proportion(
     assert all((f"h.py:make{i}", "h.py:K0.__init__") in found for i in range(1, 400))
 
 
+def self_chain(n: int, shape: str) -> str:
+    """A chain whose every class has a method working on self: calling K0's m ("calls"),
+    the method of the class before ("steps"), or reading what its __init__ stored
+    ("stores"); the last class's instance calls the last method."""
+    out = ["class K0:\n    def m(self):\n        return 1\n\n\n"]
+    for i in range(1, n):
+        before = "m" if i == 1 else f"m{i - 1}"
+        body = {
+            "calls": f"    def m{i}(self):\n        return self.m()\n",
+            "steps": f"    def m{i}(self):\n        return self.{before}()\n",
+            "stores": (
+                f"    def __init__(self):\n        self.x{i} = K0()\n\n"
+                f"    def m{i}(self):\n        return self.x{i}.m()\n"
+            ),
+        }[shape]
+        out.append(f"class K{i}(K{i - 1}):\n{body}\n\n")
+    out.append(f"def use():\n    return K{n - 1}().m{n - 1}()\n")
+    return "".join(out)
+
+
+def self_chain_calls(n: int, shape: str) -> set[tuple[str, str]]:
+    """The call edges self_chain(n, shape) has (n >= 3)."""
+    use = {("h.py:use", f"h.py:K{n - 1}"), ("h.py:use", f"h.py:K{n - 1}.m{n - 1}")}
+    if shape == "calls":
+        return {(f"h.py:K{i}.m{i}", "h.py:K0.m") for i in range(1, n)} | use
+    if shape == "steps":
+        chain = {(f"h.py:K{i}.m{i}", f"h.py:K{i - 1}.m{i - 1}") for i in range(2, n)}
+        return chain | {("h.py:K1.m1", "h.py:K0.m")} | use
+    return (
+        {(f"h.py:K{i}.m{i}", "h.py:K0.m") for i in range(1, n)}
+        | {(f"h.py:K{i}.__init__", "h.py:K0") for i in range(1, n)}
+        | {("h.py:use", f"h.py:K{n - 1}.__init__")}
+        | use
+    )
+
+
+@pytest.mark.parametrize("shape", ["calls", "steps", "stores"])
+@pytest.mark.parametrize("n", [6, 2000])
+def test_a_chain_of_methods_on_self_gives_the_same_edges_at_any_length(
+    tmp_path: Path, shape: str, n: int
+) -> None:
+    index = build(tmp_path, {"h.py": self_chain(n, shape)})
+    assert calls(index) == self_chain_calls(n, shape)
+    assert index.problems == {}
+
+
+@pytest.mark.parametrize("shape", ["calls", "steps", "stores"])
+def test_a_chain_of_methods_on_self_costs_work_in_proportion(tmp_path: Path, shape: str) -> None:
+    """`self.name` in each class neither walks the whole MRO for the classes storing
+    self.name (a table says which do) nor builds the set of all the classes below it
+    to find overrides (no more subclasses are counted than there are definers):
+    2,500 classes took 9.5 s and 200 MB."""
+    small, large = (work(tmp_path, self_chain(n, shape)) for n in (300, 600))
+    assert large < 2.5 * small, (small, large)
+
+
 def textbook_merge(first: object, seqs: list[list]) -> list:
     """The C3 merge as the binder had it (quadratic per class), the reference."""
     seqs = [list(s) for s in seqs]

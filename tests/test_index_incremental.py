@@ -499,6 +499,46 @@ def test_class_edits_keep_self_dispatch_and_hierarchy_fresh(tmp_path: Path) -> N
         assert index.graph.to_json() == fresh_json(root), (rel, text)
 
 
+def test_edits_of_self_stores_keep_attribute_calls_fresh(tmp_path: Path) -> None:
+    """`self.tool.cut()` reaches what the classes of the MRO store in self.tool: a store
+    added in a subclass, removed from a base, or its file emptied, and after each edit the
+    graph is a fresh build's (the table of which classes store which name follows)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    tools = "".join(f"class {c}:\n    def cut(self):\n        pass\n\n\n" for c in ("Saw", "Drill"))
+    base = (
+        "from tools import Saw\n\n\nclass Base:\n    def __init__(self):\n"
+        "        self.tool = Saw()\n\n    def work(self):\n        return self.tool.cut()\n"
+    )
+    sub = (
+        "from base import Base\n\n\nclass Sub(Base):\n"
+        "    def go(self):\n        return self.tool.cut()\n"
+    )
+    stores = sub.replace(
+        "class Sub(Base):\n",
+        "class Sub(Base):\n    def __init__(self):\n        self.tool = Drill()\n\n",
+    ).replace("from base import Base", "from base import Base\nfrom tools import Drill")
+    for rel, text in (("tools.py", tools), ("base.py", base), ("sub.py", sub)):
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    saw, drill = "tools.py:Saw.cut", "tools.py:Drill.cut"
+    steps = [
+        ("sub.py", stores, {saw}, {saw, drill}),  # Sub stores a Drill too
+        ("base.py", base.replace("self.tool = Saw()", "self.other = Saw()"), set(), {drill}),
+        ("sub.py", "", set(), None),  # emptied
+        ("base.py", base, {saw}, None),
+        ("sub.py", stores, {saw}, {saw, drill}),
+    ]
+    for rel, text, from_base, from_sub in steps:
+        (root / rel).write_text(text, encoding="utf-8")
+        index.update_file(rel, text)
+        assert set(index.graph.out(CALLS, "base.py:Base.work")) == from_base, (rel, text)
+        if from_sub is not None:
+            assert set(index.graph.out(CALLS, "sub.py:Sub.go")) == from_sub, (rel, text)
+        assert index.graph.to_json() == fresh_json(root), (rel, text)
+
+
 BODIES = """\
 import os
 

@@ -138,6 +138,7 @@ class Binder:
                 del cache[key]
         self._tree_reads = {}
         self._mro_found = {}  # found by what class bodies bind
+        self._body_bound = {}
         if not same_interface:
             self._subclass_cache = {}
             self.forget_values()
@@ -206,6 +207,7 @@ class Binder:
         self._returns: dict[tuple[str, int], Values] = {}
         self._mro: dict[tuple[str, int], Linearization[tuple[str, int]]] = {}
         self._mro_found: dict[tuple[Linearization, tuple], object] = {}
+        self._body_bound: dict[str, bool] = {}
         self._module_attr_cache: dict[tuple[str, str], Values] = {}
         self._in_progress: set = set()
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
@@ -939,9 +941,11 @@ class Binder:
         out: set[Value] = set()
         getters: list[Value] = []
         try:
-            klass = self._first_in_mro(
-                cls, ("names", name), lambda k: bool(self.names(*k).get(name))
-            )
+            klass = None
+            if self._bound_in_some_class_body(name):
+                klass = self._first_in_mro(
+                    cls, ("names", name), lambda k: bool(self.names(*k).get(name))
+                )
             if klass is not None:
                 bindings = self.names(*klass)[name]
                 values = self._reaching(klass[0], klass[1], name, bindings, None, ())
@@ -950,7 +954,7 @@ class Binder:
                         getters.append(v)
                     else:
                         out.add(self._bind_method(v, True))
-            for klass in self.mro(cls):
+            for klass in self._storers_in_mro(cls, name):
                 for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
                     out |= self.eval(value_expr, Ctx(path, scope_idx, pos))
         finally:
@@ -958,6 +962,33 @@ class Binder:
         result = (_cap(out), tuple(getters))
         self._instance_attr_cache[key] = result
         return result
+
+    def _bound_in_some_class_body(self, name: str) -> bool:
+        """Whether any class body binds name: most names read through `self` are only
+        stored, and looking for them down the MRO walked a chain once per class."""
+        found = self._body_bound.get(name)
+        if found is None:
+            found = self._body_bound[name] = any(
+                self.names(*k).get(name) for k in self.definers().get(name, ())
+            )
+        return found
+
+    def _storers_in_mro(self, cls: tuple[str, int], name: str) -> list[tuple[str, int]]:
+        """The classes of cls's MRO, in order, whose methods store `self.name`: the walk
+        ends once every class storing it is met (a chain whose classes each read a name
+        of their own walked the whole MRO once per class)."""
+        storers = self.tables().storers.get(name)
+        if not storers:
+            return []
+        out: list[tuple[str, int]] = []
+        met: set[tuple[str, int]] = set()  # a cycle of bases can repeat a class
+        for klass in self.mro(cls):
+            if klass in storers:
+                out.append(klass)
+                met.add(klass)
+                if len(met) == len(storers):
+                    break
+        return out
 
     def _is_property(self, value: Value) -> bool:
         scope = self.scope(value[1], value[2])
@@ -1053,7 +1084,7 @@ class Binder:
             if path not in self.summaries:
                 self._tables.put(path, None)
                 continue
-            shares[path] = Share([], [], [])
+            shares[path] = Share([], [], [], [])
             for i, scope in enumerate(self.summaries[path].scopes):
                 if scope.kind == "class":
                     for binding in scope.bindings:
@@ -1063,6 +1094,7 @@ class Binder:
                             if fn is not None and self.enclosing_class(*fn) is None:
                                 shares[path].hosts.append((fn, (path, i)))
                     for attr, stores in self.inst_attrs((path, i)).items():
+                        shares[path].stores.append((attr, (path, i)))
                         if any(_may_be_callable(value[0]) for value in stores):
                             shares[path].definers.append((attr, (path, i)))
             self._tables.put(path, shares[path])
@@ -1090,6 +1122,51 @@ class Binder:
         self._subclass_cache[cls] = result
         return result
 
+    def _subclasses_up_to(
+        self, cls: tuple[str, int], limit: int
+    ) -> frozenset[tuple[str, int]] | None:
+        """subclasses(cls) when there are at most limit of them, else None, in steps
+        bounded by limit."""
+        cached = self._subclass_cache.get(cls)
+        if cached is not None:
+            return cached if len(cached) <= limit else None
+        table = self.tables().subclasses
+        out: set[tuple[str, int]] = set()
+        todo = [cls]
+        while todo:
+            for sub in table.get(todo.pop(), ()):
+                if sub not in out:
+                    if len(out) == limit:
+                        return None
+                    out.add(sub)
+                    todo.append(sub)
+        result = frozenset(out)
+        self._subclass_cache[cls] = result
+        return result
+
+    def _definers_in_line(
+        self, cls: tuple[str, int], name: str, definers: set[tuple[str, int]]
+    ) -> int:
+        """How many of definers cls's (repeat-free) MRO holds. Counted once for each MRO
+        it ends with, like _first_in_mro, and no further than the last definer: asked of
+        each class of a chain, a step a class."""
+        memo = self._mro_found
+        key = ("in line", name)
+        visited: list[tuple[Linearization, int]] = []  # (node, count before it)
+        count = 0
+        for node, own in self.mro(cls).parts():
+            known = memo.get((node, key), memo)
+            if known is not memo:
+                count += known  # type: ignore[operator]
+                break
+            visited.append((node, count))
+            count += sum(1 for c in own if c in definers)
+            if count == len(definers):
+                break
+        for node, before in visited:
+            memo[(node, key)] = count - before
+        return count
+
     def _overrides(self, cls: tuple[str, int], name: str) -> frozenset[Value]:
         key = (cls, name)
         cached = self._override_cache.get(key)
@@ -1098,7 +1175,7 @@ class Binder:
         if key in self._in_progress:
             return EMPTY
         out: set[Value] = set()
-        found = self._overriding(cls, self.definers().get(name, set()))
+        found = self._overriding(cls, name, self.definers().get(name, set()))
         self._in_progress.add(key)
         try:
             for klass in found:
@@ -1116,13 +1193,25 @@ class Binder:
         return result
 
     def _overriding(
-        self, cls: tuple[str, int], definers: set[tuple[str, int]]
+        self, cls: tuple[str, int], name: str, definers: set[tuple[str, int]]
     ) -> set[tuple[str, int]]:
         """The definers the MRO of some subclass of cls finds first: its own override, or a
         sibling base's. Walks the subclasses' MROs, or, when the definers are fewer, only
         the MROs of the subclasses that also derive from a definer outside cls's line
         (Django's SimpleTestCase has 2,121 subclasses and most names one definer)."""
-        subs = self.subclasses(cls) if definers else frozenset()
+        if not definers:
+            return set()
+        subs: frozenset[tuple[str, int]] | None = None
+        line_count = 0 if self.mro(cls).cyclic else self._definers_in_line(cls, name, definers)
+        if line_count == len(definers):
+            # Every definer is cls or an ancestor: no subclass count past len(definers) is
+            # needed (more subclasses than definers find none; a chain's classes each
+            # built the set of all the classes below them).
+            subs = self._subclasses_up_to(cls, len(definers))
+            if subs is None:
+                return set()
+        if subs is None:
+            subs = self.subclasses(cls)
         walk: Iterable[tuple[str, int]] = subs
         found: set[tuple[str, int]] = set()
         if len(definers) < len(subs):

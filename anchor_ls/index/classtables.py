@@ -1,10 +1,10 @@
 """Repository-wide tables read off class definitions, kept per file.
 
-Which classes bind a name, which classes subclass which, and which module functions
-class bodies bind as methods: each is the union of every file's share. An edit
-that changes a file's definitions replaces that file's share (and those of the
-files that name it) instead of rescanning the repository, which costs a few
-hundred milliseconds on Django.
+Which classes bind a name, which store `self.name = ...` in their methods, which
+classes subclass which, and which module functions class bodies bind as methods: each
+is the union of every file's share. An edit that changes a file's definitions
+replaces that file's share (and those of the files that name it) instead of
+rescanning the repository, which costs a few hundred milliseconds on Django.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Share(NamedTuple):
     definers: list[tuple[str, Scope]]  # (name, class whose body binds it)
     bases: list[tuple[Scope, Scope]]  # (base, subclass)
     hosts: list[tuple[Scope, Scope]]  # (module function, class binding it)
+    stores: list[tuple[str, Scope]]  # (name, class whose methods store self.name)
 
 
 class ClassTables:
@@ -35,6 +36,7 @@ class ClassTables:
         self.definers: dict[str, set[Scope]] = defaultdict(set)
         self.subclasses: dict[Scope, set[Scope]] = defaultdict(set)
         self.hosts: dict[Scope, set[Scope]] = defaultdict(set)
+        self.storers: dict[str, set[Scope]] = defaultdict(set)
 
     def put(self, path: str, share: Share | None) -> None:
         """Replace path's share (None: the file is gone)."""
@@ -52,6 +54,8 @@ class ClassTables:
             op(self.subclasses[base], sub)
         for fn, cls in share.hosts:
             op(self.hosts[fn], cls)
+        for name, cls in share.stores:
+            op(self.storers[name], cls)
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """path's scopes moved (old index -> new); its own share is stale and dropped
