@@ -213,6 +213,40 @@ def test_a_chain_of_methods_on_self_costs_work_in_proportion(tmp_path: Path, sha
     assert large < 2.5 * small, (small, large)
 
 
+def override_chain(n: int) -> str:
+    """A chain whose every class overrides m and calls it on self (each call can reach
+    every override below); the last class's instance calls m."""
+    out = ["class K0:\n    def m(self):\n        return 1\n\n\n"]
+    out += [
+        f"class K{i}(K{i - 1}):\n    def m(self):\n        return self.m()\n\n"
+        f"    def __init__(self):\n        self.x = {i}\n\n\n"
+        for i in range(1, n)
+    ]
+    out.append(f"def use():\n    return K{n - 1}().m()\n")
+    return "".join(out)
+
+
+def test_a_chain_of_overrides_called_on_self_reaches_every_override_below(
+    tmp_path: Path,
+) -> None:
+    """self.m() in K{i} can run the m of K{i} or of any class below it."""
+    n = 6
+    index = build(tmp_path, {"h.py": override_chain(n)})
+    overrides = {(f"h.py:K{i}.m", f"h.py:K{j}.m") for i in range(1, n) for j in range(i, n)}
+    last = f"h.py:K{n - 1}"
+    use = {("h.py:use", last), ("h.py:use", f"{last}.__init__"), ("h.py:use", f"{last}.m")}
+    assert calls(index) == overrides | use
+    assert index.problems == {}
+
+
+def test_a_chain_of_overrides_called_on_self_costs_work_in_proportion(tmp_path: Path) -> None:
+    """The overrides of each class are put from its subclass's, already capped: each
+    class looked at every class below it (1,000 classes took 4.7 s and 139 MB, 4,000
+    took 51 s and 900 MB)."""
+    small, large = (work(tmp_path, override_chain(n)) for n in (300, 600))
+    assert large < 2.5 * small, (small, large)
+
+
 def textbook_merge(first: object, seqs: list[list]) -> list:
     """The C3 merge as the binder had it (quadratic per class), the reference."""
     seqs = [list(s) for s in seqs]

@@ -213,6 +213,7 @@ class Binder:
         self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
         self._class_attr_cache: dict[tuple, Values] = {}
         self._override_cache: dict[tuple, frozenset] = {}
+        self._subclass_tree_sizes: dict[tuple[str, int], int | None] = {}
         self._decorated: dict[tuple[str, int, int], tuple[Values, Values | None]] = {}
 
     def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
@@ -1051,6 +1052,7 @@ class Binder:
         if self._tables is None:
             self._tables = ClassTables()  # overrides seen while building it are left out
             self._put_classes(sorted(self.summaries))
+            self._subclass_tree_sizes = {}  # counted in the tables being built
         return self._tables
 
     def refresh_classes(self, paths: Iterable[str]) -> dict[str, set[str]]:
@@ -1168,29 +1170,113 @@ class Binder:
         return count
 
     def _overrides(self, cls: tuple[str, int], name: str) -> frozenset[Value]:
+        """The methods named name that instances of cls's subclasses can run (what their
+        MROs find first), capped like every value set: the attribute reading them caps
+        their union with the rest, so capping them first changes nothing."""
         key = (cls, name)
         cached = self._override_cache.get(key)
         if cached is not None:
             return cached
         if key in self._in_progress:
             return EMPTY
+        definers = self.definers().get(name, set())
+        if self._overrides_down_tree(cls, name, definers):
+            return self._override_cache[key]
         out: set[Value] = set()
-        found = self._overriding(cls, name, self.definers().get(name, set()))
+        found = self._overriding(cls, name, definers)
         self._in_progress.add(key)
         try:
             for klass in found:
-                stored: set[Value] = set()  # `self.name = self.method` in its methods
-                for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
-                    if _may_be_callable(value_expr):
-                        stored |= self.eval(value_expr, Ctx(path, scope_idx, pos))
-                for v in self.class_attr(klass, name, bound=True) | stored:
-                    if v[0] in ("f", "b") and not self._is_property(("f", v[1], v[2])):
-                        out.add(v)
+                out |= self._override_values(klass, name)
         finally:
             self._in_progress.discard(key)
-        result = frozenset(out)
+        result = _cap(out)
         self._override_cache[key] = result
         return result
+
+    def _override_values(self, klass: tuple[str, int], name: str) -> set[Value]:
+        """The methods klass's name is: its class attribute, or `self.name = self.method`
+        in its methods."""
+        out: set[Value] = set()
+        stored: set[Value] = set()
+        for value_expr, path, scope_idx, pos in self.inst_attrs(klass).get(name, ()):
+            if _may_be_callable(value_expr):
+                stored |= self.eval(value_expr, Ctx(path, scope_idx, pos))
+        for v in self.class_attr(klass, name, bound=True) | stored:
+            if v[0] in ("f", "b") and not self._is_property(("f", v[1], v[2])):
+                out.add(v)
+        return out
+
+    def _overrides_down_tree(
+        self, cls: tuple[str, int], name: str, definers: set[tuple[str, int]]
+    ) -> bool:
+        """Put the overrides of cls and of the subclasses below it from those of its
+        direct subclasses, when each subclass has one base and there are no more of them
+        than definers (so _overriding walks every subclass's MRO): each direct subclass
+        adds the definer its MRO finds first and what its own subclasses find, and capping
+        their capped sets gives the cap of the whole. A chain whose every class overrides
+        the method built the set of all the classes below each class. False (nothing
+        put) when the shape is another, or a subclass's overrides are being worked out."""
+        size = self._single_base_subclasses(cls)
+        if size is None or size > len(definers):
+            return False
+        table = self.tables().subclasses
+        order: list[tuple[str, int]] = []
+        todo = [cls]
+        while todo:
+            node = todo.pop()
+            if node != cls and (node, name) in self._in_progress:
+                return False
+            order.append(node)
+            todo.extend(s for s in table.get(node, ()) if (s, name) not in self._override_cache)
+        for node in reversed(order):  # subclasses before their bases
+            key = (node, name)
+            if key in self._override_cache:
+                continue
+            out: set[Value] = set()
+            self._in_progress.add(key)
+            try:
+                for sub in table.get(node, ()):
+                    first = self._first_in_mro(sub, ("definer", name), lambda k: k in definers)
+                    if first is not None:
+                        out |= self._override_values(first, name)
+                    out |= self._override_cache.get((sub, name), EMPTY)
+            finally:
+                self._in_progress.discard(key)
+            self._override_cache[key] = _cap(out)
+        return True
+
+    def _single_base_subclasses(self, cls: tuple[str, int]) -> int | None:
+        """How many subclasses cls has when each has one repository base and cls's MRO
+        is no cycle (its subclasses are then a tree), else None. Remembered per class."""
+        sizes = self._subclass_tree_sizes
+        if cls in sizes:
+            return sizes[cls]
+        if self.mro(cls).cyclic:
+            sizes[cls] = None
+            return None
+        table = self.tables().subclasses
+        order: list[tuple[str, int]] = []
+        seen: set[tuple[str, int]] = set()
+        todo = [cls]
+        while todo:
+            node = todo.pop()
+            if node in seen:  # only a cycle of bases reaches a class twice here
+                sizes[cls] = None
+                return None
+            seen.add(node)
+            order.append(node)
+            todo.extend(s for s in table.get(node, ()) if s not in sizes)
+        for node in reversed(order):  # subclasses before their bases
+            total: int | None = 0
+            for sub in table.get(node, ()):
+                below = sizes[sub]
+                if below is None or total is None or self.repository_bases(sub) != [node]:
+                    total = None
+                    break
+                total += 1 + below
+            sizes[node] = total
+        return sizes[cls]
 
     def _overriding(
         self, cls: tuple[str, int], name: str, definers: set[tuple[str, int]]
