@@ -1109,20 +1109,9 @@ class Binder:
             self._tables.put(path, share)
 
     def subclasses(self, cls: tuple[str, int]) -> frozenset[tuple[str, int]]:
-        table = self.tables().subclasses
-        cached = self._subclass_cache.get(cls)
-        if cached is not None:
-            return cached
-        out: set[tuple[str, int]] = set()
-        todo = [cls]
-        while todo:
-            for sub in table.get(todo.pop(), ()):
-                if sub not in out:
-                    out.add(sub)
-                    todo.append(sub)
-        result = frozenset(out)
-        self._subclass_cache[cls] = result
-        return result
+        found = self._subclasses_up_to(cls, sys.maxsize)
+        assert found is not None  # no limit to pass
+        return found
 
     def _subclasses_up_to(
         self, cls: tuple[str, int], limit: int
