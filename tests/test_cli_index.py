@@ -185,8 +185,9 @@ def test_a_path_that_is_not_a_folder_exits_nonzero_without_a_traceback(
     target = ["checkout"] if command == "callers" else []
     path = repo / where
     done = run(command, *target, str(path))
-    assert done.returncode != 0
-    assert "not a folder" in done.stderr and str(path) in done.stderr
+    assert done.returncode == 2
+    said = "no such file or folder" if where == "missing" else "not a folder"
+    assert done.stderr == f"anchor-ls: {said}: {path}\n"
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
 
