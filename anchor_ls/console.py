@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
@@ -18,6 +19,7 @@ from tqdm import tqdm
 from anchor_ls.index.repository import Progress
 
 FALLBACK_SIZE = (80, 24)  # columns, rows
+REDRAW_SECONDS = 0.1  # a tree of thousands of files redraws ten times a second, not per file
 
 
 def _columns(stream: TextIO) -> int:
@@ -65,12 +67,17 @@ def progress(
         nrows=None if wide else FALLBACK_SIZE[1],  # tqdm hides a bar below the last row
     )
 
+    shown = [0.0]  # when the bar was last drawn
+
     def update(done: int, total: int, relpath: str) -> None:
         if total != bar.total:
             bar.total = total
         bar.n = min(done, total) if total else done
         bar.set_postfix_str(relpath, refresh=False)
-        bar.refresh()
+        now = time.monotonic()
+        if done >= total or now - shown[0] >= REDRAW_SECONDS:  # the end is always drawn
+            bar.refresh()
+            shown[0] = now
 
     try:
         yield update
