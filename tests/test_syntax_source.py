@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from anchor_ls.syntax.encoding import declared_encoding
 from anchor_ls.syntax.parse import may_mention, summarize, words_sketch
-from anchor_ls.syntax.source import UnreadableSource, declared_encoding, decode_source
+from anchor_ls.syntax.source import UnreadableSource, decode_source
 from anchor_ls.syntax.summary import FileSummary, Scope
 
 
