@@ -92,7 +92,7 @@ class Scope:
     # attribute reads (expr, span, pos, blocks): a read of a property calls its getter
     attr_reads: Sequence[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
     # (name, added expr, pos, replaces): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x
-    # holds; replaces: the constant keys it sets lose their earlier values (see parse.mutate)
+    # holds; replaces: the constant keys it sets lose their earlier values (see expressions.mutate)
     mutations: Sequence[tuple[str, Expr, int, bool]] = field(default_factory=list)
     global_names: frozenset[str] = frozenset()  # `global x` (shared empty default: most scopes)
     star_imports: Sequence[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
@@ -118,7 +118,7 @@ class FileSummary:
     constants: list[tuple[str, int, int, Span]] = field(default_factory=list)
     encoding: str = "utf-8"
     bodies: bytes | None = None  # the scopes' bodies, pickled, once packed
-    words: bytes = b""  # the words of the text, hashed (see parse.words_sketch)
+    words: bytes = b""  # the words of the text, hashed (see words.words_sketch)
 
 
 Body = tuple[Sequence[CallSite], Sequence[Any], Sequence[Any]]  # calls, attr_reads, uses
