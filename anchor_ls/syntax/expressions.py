@@ -9,11 +9,30 @@ from tree_sitter import Node
 
 from anchor_ls.syntax.summary import (
     UNKNOWN,
+    AnySlice,
+    AttrAssign,
+    Attribute,
+    AttrRead,
     Binding,
+    Call,
     CallSite,
+    Constant,
+    DictDisplay,
+    Either,
+    Element,
     Expr,
+    Generic,
+    ModuleConstant,
+    Mutation,
+    Name,
     Scope,
+    SeqDisplay,
+    Slice,
     Span,
+    Starred,
+    StringAnnotation,
+    Subscript,
+    Use,
 )
 
 CONSTANT_TYPES = frozenset(
@@ -72,7 +91,7 @@ class ExpressionWalker:
         self.block_counter = 0
         self.stmt_pos = 0
         self.all_names: list[str] | None = None
-        self.constants: list[tuple[str, int, int, Span]] = []
+        self.constants: list[ModuleConstant] = []
         self.no_refs = False  # inside `isinstance(...)` arguments or an `except` clause
         self.name_exprs: dict[str, Expr] = {}
         self.depth = 0  # expressions (and targets, annotations) being walked, nested
@@ -109,11 +128,11 @@ class ExpressionWalker:
         """One shared ("n", name) per name and file: a summary holds thousands of `self`."""
         expr = self.name_exprs.get(name)
         if expr is None:
-            expr = self.name_exprs[name] = ("n", sys.intern(name))
+            expr = self.name_exprs[name] = Name("n", sys.intern(name))
         return expr
 
     def use(self, tag: str, expr: Expr, node: Node) -> None:
-        self.scope.uses.append((tag, expr, node_span(node), node.start_byte, self.blocks))
+        self.scope.uses.append(Use(tag, expr, node_span(node), node.start_byte, self.blocks))
 
     def value(self, node: Node | None) -> Expr:
         """An expression in a value position: a bare name or attribute there is a reference."""
@@ -160,9 +179,11 @@ class ExpressionWalker:
             base = self.expr(node.child_by_field_name("object"))
             if attr is None:
                 return UNKNOWN
-            value = ("a", base, sys.intern(self.text(attr)))
+            value = Attribute("a", base, sys.intern(self.text(attr)))
             if read:
-                self.scope.attr_reads.append((value, node_span(attr), node.start_byte, self.blocks))
+                self.scope.attr_reads.append(
+                    AttrRead(value, node_span(attr), node.start_byte, self.blocks)
+                )
             return value
         if t == "call":
             return self.call(node)
@@ -170,13 +191,13 @@ class ExpressionWalker:
         if handler is not None:
             return handler(self, node)
         if t in CONSTANT_TYPES:
-            return ("k", _integer(self.text(node))) if t == "integer" else UNKNOWN
+            return Constant("k", _integer(self.text(node))) if t == "integer" else UNKNOWN
         if t == "unary_operator" and (number := _int_literal(node)) is not None:
-            return ("k", number)  # `ls[-1]`
+            return Constant("k", number)  # `ls[-1]`
         if t in _COMPREHENSIONS:
             return self.comprehension(node)
         if t in _SEQUENCES:
-            return ("l", tuple(self.value(c) for c in node.named_children))
+            return SeqDisplay("l", tuple(self.value(c) for c in node.named_children))
         for child in node.named_children:
             self.expr(child)
         return UNKNOWN
@@ -202,7 +223,7 @@ class ExpressionWalker:
                         if name is not None:
                             kwargs.append((self.text(name), value))
                     elif at == "list_splat":
-                        args.append(("*", self.expr(arg.named_children[0])))
+                        args.append(Starred("*", self.expr(arg.named_children[0])))
                     elif at == "dictionary_splat":
                         kwargs.append(("**", self.expr(arg.named_children[0])))
                     elif at != "comment":
@@ -215,12 +236,12 @@ class ExpressionWalker:
         if func_node is not None and func_node.type == "attribute":
             span_node = func_node.child_by_field_name("attribute") or func_node
         self.add_call(func, targs, tkwargs, span_node or node, node.start_byte, "call")
-        return ("c", func, targs, tkwargs)
+        return Call("c", func, targs, tkwargs)
 
     def mutate(self, name: str, added: Expr, pos: int, replaces: bool = False) -> None:
         """replaces: `d[k] = v` or `d.update(...)` with constant keys, not under a condition
         or loop: the keys' earlier values are gone after it."""
-        self.scope.mutations.append((name, added, pos, replaces and not self.blocks))
+        self.scope.mutations.append(Mutation(name, added, pos, replaces and not self.blocks))
 
     def mutation_call(
         self,
@@ -234,18 +255,18 @@ class ExpressionWalker:
         target: a name, or an attribute (`self.handlers.append(f)`)."""
         grown: list[tuple[Expr, bool]] = []  # (what is added, whether its keys replace)
         if method in ("append", "add") and args:
-            grown.append((("l", (args[0],)), False))
+            grown.append((SeqDisplay("l", (args[0],)), False))
         elif method == "insert" and len(args) > 1:
-            grown.append((("l", (args[1],)), False))
+            grown.append((SeqDisplay("l", (args[1],)), False))
         elif method == "extend" and args:
             grown.append((args[0], False))
         elif method == "setdefault" and len(args) > 1:
-            grown.append((("d", ((args[0], args[1]),)), False))
+            grown.append((DictDisplay("d", ((args[0], args[1]),)), False))
         elif method == "update":
             grown.extend((arg, arg[0] == "d") for arg in args)
-            pairs = tuple((("k", k), v) for k, v in kwargs if k != "**")
+            pairs = tuple((Constant("k", k), v) for k, v in kwargs if k != "**")
             if pairs:
-                grown.append((("d", pairs), True))
+                grown.append((DictDisplay("d", pairs), True))
         for added, replaces in grown:
             self.grow(target, added, pos, replaces)
 
@@ -256,7 +277,7 @@ class ExpressionWalker:
         if target[0] == "n":
             self.mutate(target[1], added, pos, replaces)
         elif target[0] == "a":
-            self.scope.attr_assigns.append((target[1], target[2], added, pos))
+            self.scope.attr_assigns.append(AttrAssign(target[1], target[2], added, pos))
 
     def add_call(
         self,
@@ -281,7 +302,7 @@ class ExpressionWalker:
                 dynamic = True
                 for part in child.named_children:
                     self.expr(part)
-        return UNKNOWN if dynamic else ("k", "".join(parts))
+        return UNKNOWN if dynamic else Constant("k", "".join(parts))
 
     def e_concatenated(self, node: Node) -> Expr:
         for child in node.named_children:
@@ -296,7 +317,7 @@ class ExpressionWalker:
                 pairs.append((key, self.value(child.child_by_field_name("value"))))
             else:
                 self.expr(child)
-        return ("d", tuple(pairs))
+        return DictDisplay("d", tuple(pairs))
 
     def e_subscript(self, node: Node) -> Expr:
         base = self.expr(node.child_by_field_name("value"))
@@ -304,7 +325,7 @@ class ExpressionWalker:
         for k in node.children_by_field_name("subscript"):
             value = self.expr(k)
             keys.append(_slice_key(k) if k.type == "slice" else value)
-        expr = ("s", base, keys[0] if keys else UNKNOWN)
+        expr = Subscript("s", base, keys[0] if keys else UNKNOWN)
         if keys and keys[0][0] == "k" and _keyed_base(base):
             self.use("s", expr, node.children_by_field_name("subscript")[0])
         return expr
@@ -316,11 +337,11 @@ class ExpressionWalker:
 
     def e_either(self, node: Node) -> Expr:
         if node.type == "boolean_operator":
-            return ("or", tuple(self.chain(node)))
+            return Either("or", tuple(self.chain(node)))
         values = [self.expr(c) for c in node.named_children]
         if node.type == "conditional_expression" and len(values) == 3:
-            return ("or", (values[0], values[2]))
-        return ("or", tuple(values))
+            return Either("or", (values[0], values[2]))
+        return Either("or", tuple(values))
 
     def e_operator(self, node: Node) -> Expr:
         self.chain(node)
@@ -346,7 +367,7 @@ class ExpressionWalker:
         values = [self.expr(c) for c in node.named_children]
         if values:
             is_from = any(c.type == "from" for c in node.children)
-            self.scope.yields.append(("it", values[0]) if is_from else values[0])
+            self.scope.yields.append(Element("it", values[0]) if is_from else values[0])
         return UNKNOWN
 
     def e_lambda(self, node: Node) -> Expr:
@@ -382,7 +403,7 @@ class ExpressionWalker:
                 iterable = self.expr(right)
                 self.protocol_call(iterable, right, clause, "iter")
                 for left in clause.children_by_field_name("left"):
-                    self.target(left, ("it", iterable), pos)
+                    self.target(left, Element("it", iterable), pos)
         element = UNKNOWN
         for clause in node.named_children:
             if clause.type == "for_in_clause":
@@ -390,19 +411,19 @@ class ExpressionWalker:
             if clause.type == "pair":
                 key = self.expr(clause.child_by_field_name("key"))
                 value = self.expr(clause.child_by_field_name("value"))
-                element = ("d", ((key if key[0] == "k" else UNKNOWN, value),))
+                element = DictDisplay("d", ((key if key[0] == "k" else UNKNOWN, value),))
             elif clause == body:
                 element = self.expr(clause)
             else:
                 self.expr(clause)
         self.blocks = saved
-        return element if node.type == "dictionary_comprehension" else ("l", (element,))
+        return element if node.type == "dictionary_comprehension" else SeqDisplay("l", (element,))
 
     def type_expr(self, node: Node) -> Expr | None:
         """An annotation's expression; strings stay text for the binder to read."""
         t = node.type
         if t == "identifier":
-            return ("n", self.text(node))
+            return Name("n", self.text(node))
         if self.depth >= MAX_EXPR_DEPTH:
             self.too_deep(node)
             return None
@@ -416,12 +437,16 @@ class ExpressionWalker:
         if t == "attribute":
             base = self.type_expr(node.child_by_field_name("object"))
             attr = node.child_by_field_name("attribute")
-            return ("a", base, self.text(attr)) if base is not None and attr is not None else None
+            return (
+                Attribute("a", base, self.text(attr))
+                if base is not None and attr is not None
+                else None
+            )
         if t == "string":
             content = "".join(
                 self.text(c) for c in node.named_children if c.type == "string_content"
             )
-            return ("sa", content.strip())
+            return StringAnnotation("sa", content.strip())
         if t in ("subscript", "generic_type"):
             base_node = node.child_by_field_name("value") or node.named_children[0]
             base = self.type_expr(base_node)
@@ -430,18 +455,18 @@ class ExpressionWalker:
                 params = [c for c in node.named_children if c.type == "type_parameter"]
                 args_nodes = [g for p in params for g in p.named_children]
             args = tuple(a for a in (self.type_expr(_unwrap_type(n)) for n in args_nodes) if a)
-            return ("g", base, args) if base is not None else None
+            return Generic("g", base, args) if base is not None else None
         if t == "binary_operator":
             parts = [self.type_expr(_unwrap_type(c)) for c in node.named_children]
-            return ("or", tuple(p for p in parts if p is not None))
+            return Either("or", tuple(p for p in parts if p is not None))
         if t == "union_type":
             parts = [self.type_expr(_unwrap_type(c)) for c in node.named_children]
-            return ("or", tuple(p for p in parts if p is not None))
+            return Either("or", tuple(p for p in parts if p is not None))
         if t == "type":
             return self.type_expr(node.named_children[0]) if node.named_children else None
         if t in ("tuple", "expression_list"):
             parts = [self.type_expr(_unwrap_type(c)) for c in node.named_children]
-            return ("l", tuple(p for p in parts if p is not None))
+            return SeqDisplay("l", tuple(p for p in parts if p is not None))
         return None
 
 
@@ -459,13 +484,13 @@ def _slice_key(node: Node) -> Expr:
         if child.type == ":":
             part += 1
             if part > 1:  # a step
-                return ("sl",)
+                return AnySlice("sl")
         elif child.type != "comment":
             value = _int_literal(child)
             if value is None:
-                return ("sl",)
+                return AnySlice("sl")
             bounds[part] = value
-    return ("sl", *bounds)
+    return Slice("sl", *bounds)
 
 
 def _int_literal(node: Node) -> int | None:

@@ -20,6 +20,7 @@ from anchor_ls.syntax.source import MAX_FILE_BYTES, DecodedSource, decode_source
 from anchor_ls.syntax.statements import Walker
 from anchor_ls.syntax.summary import (
     FileSummary,
+    Problem,
     Scope,
     Span,
     local_names,
@@ -71,10 +72,10 @@ def summary_of(relpath: str, decoded: DecodedSource, text: bytes, tree: Tree) ->
     summary.all_names = walker.all_names
     summary.constants = walker.constants
     if decoded.warning:
-        summary.problems.append(("decode", decoded.warning))
+        summary.problems.append(Problem("decode", decoded.warning))
     if walker.cut is not None:
         summary.problems.append(
-            (
+            Problem(
                 "too-deep",
                 f"an expression nested over {MAX_EXPR_DEPTH} deep at line {walker.cut} was "
                 "read in part; the rest of the file was read",
@@ -82,7 +83,7 @@ def summary_of(relpath: str, decoded: DecodedSource, text: bytes, tree: Tree) ->
         )
     if tree.root_node.has_error:
         broken = next((r for r in roots if r.has_error), tree.root_node)
-        summary.problems.append(("syntax", _first_error(broken)))
+        summary.problems.append(Problem("syntax", _first_error(broken)))
     return summary
 
 

@@ -15,9 +15,26 @@ from anchor_ls.syntax.expressions import (
 )
 from anchor_ls.syntax.summary import (
     UNKNOWN,
+    AttrAssign,
+    Caught,
+    DecoratorsFrom,
+    Definition,
+    DictDisplay,
+    Either,
+    Element,
+    Entered,
     Expr,
+    Import,
+    ImportAs,
+    ImportFrom,
+    InstanceOf,
+    Item,
+    ModuleConstant,
+    Name,
     Param,
     Scope,
+    StarImport,
+    StarredTarget,
 )
 
 _TYPE_FACTORIES = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType"})
@@ -104,7 +121,7 @@ class Walker(ExpressionWalker):
         self.blocks = self.new_block()
         left = node.child_by_field_name("left")
         if left is not None:
-            self.target(left, ("it", iterable), node.start_byte)
+            self.target(left, Element("it", iterable), node.start_byte)
         self.body_of(node.child_by_field_name("body"))
         self.blocks = saved
         alt = node.child_by_field_name("alternative")
@@ -138,7 +155,7 @@ class Walker(ExpressionWalker):
                         self.no_refs = False
                         alias = part.child_by_field_name("alias")
                         if alias is not None:
-                            self.target(alias, ("ex", caught), child.start_byte)
+                            self.target(alias, Caught("ex", caught), child.start_byte)
                     else:
                         self.no_refs = True
                         self.expr(part)
@@ -159,7 +176,7 @@ class Walker(ExpressionWalker):
                     self.protocol_call(entered, value.named_children[0], node, "with")
                     alias = value.child_by_field_name("alias")
                     if alias is not None:
-                        self.target(alias, ("en", entered), node.start_byte)
+                        self.target(alias, Entered("en", entered), node.start_byte)
                 else:
                     self.protocol_call(self.expr(value), value, node, "with")
         self.body_of(node.child_by_field_name("body"))
@@ -202,10 +219,10 @@ class Walker(ExpressionWalker):
             if name.type == "aliased_import":
                 dotted = self.text(name.child_by_field_name("name"))
                 alias = name.child_by_field_name("alias")
-                self.bind(self.text(alias), ("ima", dotted, 0), pos)
+                self.bind(self.text(alias), ImportAs("ima", dotted, 0), pos)
             else:
                 dotted = self.text(name)
-                self.bind(dotted.split(".")[0], ("im", dotted, 0), pos)
+                self.bind(dotted.split(".")[0], Import("im", dotted, 0), pos)
 
     def s_import_from(self, node: Node) -> None:
         pos = node.start_byte
@@ -221,7 +238,7 @@ class Walker(ExpressionWalker):
             else:
                 module = self.text(module_node)
         if any(c.type == "wildcard_import" for c in node.named_children):
-            self.scope.star_imports.append((module, level, pos))
+            self.scope.star_imports.append(StarImport(module, level, pos))
             return
         for name in node.children_by_field_name("name"):
             if name.type == "aliased_import":
@@ -229,7 +246,7 @@ class Walker(ExpressionWalker):
                 bound = self.text(name.child_by_field_name("alias"))
             else:
                 imported = bound = self.text(name)
-            self.bind(bound, ("if", module, level, imported), pos)
+            self.bind(bound, ImportFrom("if", module, level, imported), pos)
 
     # ----- definitions --------------------------------------------------
     def definition(self, node: Node, decorators: list[Node], start: Node) -> None:
@@ -251,7 +268,7 @@ class Walker(ExpressionWalker):
             scope.decorators.append(value)
             target = expr_node.child_by_field_name("function") if expr_node.type == "call" else None
             # each decorator gets what the ones below it made of the definition
-            arg = ("dw", idx, k) if k < len(decorators) else ("f", idx)
+            arg = DecoratorsFrom("dw", idx, k) if k < len(decorators) else Definition("f", idx)
             self.add_call(value, (arg,), (), target or expr_node, dec.start_byte, "decorator")
         if kind == "class":
             supers = node.child_by_field_name("superclasses")
@@ -268,7 +285,7 @@ class Walker(ExpressionWalker):
             scope.is_async = any(c.type == "async" for c in node.children)
             scope.params = self.params(node.child_by_field_name("parameters"))
             scope.returns = self.annotation(node.child_by_field_name("return_type"))
-        self.bind(name, ("f", idx), start.start_byte)
+        self.bind(name, Definition("f", idx), start.start_byte)
         self.enter(idx, node.child_by_field_name("body"))
 
     def new_scope(
@@ -360,7 +377,11 @@ class Walker(ExpressionWalker):
         else:
             value = self.expr(right)
         if ann is not None:
-            value = ("or", (value, ("an", ann))) if right is not None else ("an", ann)
+            value = (
+                Either("or", (value, InstanceOf("an", ann)))
+                if right is not None
+                else InstanceOf("an", ann)
+            )
         if left is not None:
             if left.type == "identifier" and self.cur == 0:
                 name = self.text(left)
@@ -368,7 +389,9 @@ class Walker(ExpressionWalker):
                     self.record_all(value)
                 elif is_constant_name(name) and not _is_type_variable(value):
                     self.constants.append(
-                        (name, node.start_point[0] + 1, end_line(node), node_span(left))
+                        ModuleConstant(
+                            name, node.start_point[0] + 1, end_line(node), node_span(left)
+                        )
                     )
             self.target(left, value, pos)
         return value
@@ -377,7 +400,7 @@ class Walker(ExpressionWalker):
         idx = self.new_scope("lambda", name, node, node, None)
         self.scopes[idx].params = self.params(node.child_by_field_name("parameters"))
         self.enter(idx, node.child_by_field_name("body"))
-        return ("f", idx)
+        return Definition("f", idx)
 
     def record_all(self, value: Expr) -> None:
         if value[0] == "l" and all(item[0] == "k" for item in value[1]):
@@ -396,7 +419,7 @@ class Walker(ExpressionWalker):
             ):
                 self.all_names.extend(str(item[1]) for item in right[1])
             name = self.text(left)
-            self.bind(name, ("or", (("n", name), right)), node.end_byte)
+            self.bind(name, Either("or", (Name("n", name), right)), node.end_byte)
         elif left is not None:
             self.expr(left)
 
@@ -418,7 +441,7 @@ class Walker(ExpressionWalker):
             obj = self.expr(node.child_by_field_name("object"))
             attr = node.child_by_field_name("attribute")
             if attr is not None:
-                self.scope.attr_assigns.append((obj, self.text(attr), value, pos))
+                self.scope.attr_assigns.append(AttrAssign(obj, self.text(attr), value, pos))
         elif t in _TARGET_SEQUENCES:
             items = node.named_children
             star = next(
@@ -433,12 +456,12 @@ class Walker(ExpressionWalker):
                 if i == star:
                     inner = item.named_children
                     if inner:
-                        rest = ("st", value, i, len(items) - i - 1)
+                        rest = StarredTarget("st", value, i, len(items) - i - 1)
                         self.target(inner[0], rest, pos)
                 elif star is not None and i > star:
-                    self.target(item, ("ix", value, i - len(items)), pos)
+                    self.target(item, Item("ix", value, i - len(items)), pos)
                 else:
-                    self.target(item, ("ix", value, i), pos)
+                    self.target(item, Item("ix", value, i), pos)
         elif t in ("parenthesized_expression", "as_pattern_target"):
             for child in node.named_children:
                 self.target(child, value, pos)
@@ -446,7 +469,7 @@ class Walker(ExpressionWalker):
             base = node.child_by_field_name("value")
             keys = node.children_by_field_name("subscript")
             key = self.expr(keys[0]) if keys else UNKNOWN
-            added: Expr = ("d", ((key, value),))
+            added: Expr = DictDisplay("d", ((key, value),))
             replaces = key[0] == "k"
             depth = self.depth
             while base is not None and base.type == "subscript":  # d["a"]["b"] = v
@@ -455,7 +478,7 @@ class Walker(ExpressionWalker):
                     self.too_deep(node)
                     return
                 keys = base.children_by_field_name("subscript")
-                added = ("d", ((self.expr(keys[0]) if keys else UNKNOWN, added),))
+                added = DictDisplay("d", ((self.expr(keys[0]) if keys else UNKNOWN, added),))
                 base, replaces = base.child_by_field_name("value"), False
             if base is not None and base.type == "identifier":
                 self.mutate(self.text(base), added, pos, replaces)
