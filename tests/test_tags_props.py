@@ -6,6 +6,7 @@ import re
 import warnings
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.codecs import ACCEPTED
@@ -16,6 +17,8 @@ from anchor_ls.tags.policy import TagField
 from anchor_ls.tags.render import LEGACY_DELIMITER, MARKER, block_header, block_lines, field_line
 from anchor_ls.tags.scan import SourceError, ascii_compatible, layout, qualnames, split_lines
 from anchor_ls.tags.text import MODULE, check, materialize, strip
+
+pytestmark = pytest.mark.slow
 
 _DEF = re.compile(r"[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 
