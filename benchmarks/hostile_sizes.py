@@ -16,21 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-
-def stacked_decorators(n: int) -> str:
-    """One function under n decorators, half of them wrapping, half handing it back."""
-    head = (
-        "import functools\n\n\n"
-        "def wrap(f):\n"
-        "    @functools.wraps(f)\n"
-        "    def inner(*a, **k):\n"
-        "        return f(*a, **k)\n"
-        "    return inner\n\n\n"
-        "def same(f):\n"
-        "    return f\n\n\n"
-    )
-    decorators = "".join("@wrap\n" if i % 2 else "@same\n" for i in range(n))
-    return head + decorators + "def target():\n    return 1\n\n\ndef use():\n    target()\n"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.hostile import self_chain, stacked_decorators
 
 
 def inheritance_chain(n: int, chains: int = 1) -> str:
@@ -41,26 +28,6 @@ def inheritance_chain(n: int, chains: int = 1) -> str:
         for i in range(1, n):
             out.append(f"class K{c}_{i}(K{c}_{i - 1}):\n    pass\n\n\n")
         out.append(f"def use{c}():\n    return K{c}_{n - 1}().m()\n\n\n")
-    return "".join(out)
-
-
-def method_chain(n: int, shape: str = "calls") -> str:
-    """class K1(K0), K2(K1), ... where every class's method works on self: it calls K0's
-    m ("calls") or the method of the class before ("steps"), or reads what __init__
-    stored in self ("stores")."""
-    out = ["class K0:\n    def m(self):\n        return 1\n\n\n"]
-    for i in range(1, n):
-        before = "m" if i == 1 else f"m{i - 1}"
-        body = {
-            "calls": f"    def m{i}(self):\n        return self.m()\n",
-            "steps": f"    def m{i}(self):\n        return self.{before}()\n",
-            "stores": (
-                f"    def __init__(self):\n        self.x{i} = K0()\n\n"
-                f"    def m{i}(self):\n        return self.x{i}.m()\n"
-            ),
-        }[shape]
-        out.append(f"class K{i}(K{i - 1}):\n{body}\n\n")
-    out.append(f"def use():\n    return K{n - 1}().m{n - 1}()\n")
     return "".join(out)
 
 
@@ -76,12 +43,12 @@ def bool_chain(n: int) -> str:
 
 
 SHAPES: dict[str, tuple[Callable[[int], str], list[int]]] = {
-    "decorators": (stacked_decorators, [2000, 4000, 8000, 100_000]),
+    "decorators": (lambda n: stacked_decorators(n, wraps=True), [2000, 4000, 8000, 100_000]),
     "chain": (inheritance_chain, [500, 1000, 2000, 2500]),
     "4chains": (lambda n: inheritance_chain(n, 4), [600, 1200, 2400]),
-    "self-calls": (method_chain, [1000, 2500, 5000]),
-    "self-steps": (lambda n: method_chain(n, "steps"), [1000, 2500, 5000]),
-    "self-stores": (lambda n: method_chain(n, "stores"), [1000, 2500, 5000]),
+    "self-calls": (self_chain, [1000, 2500, 5000]),
+    "self-steps": (lambda n: self_chain(n, "steps"), [1000, 2500, 5000]),
+    "self-stores": (lambda n: self_chain(n, "stores"), [1000, 2500, 5000]),
     "and-or": (bool_chain, [500, 1000, 2000, 20_000]),
 }
 

@@ -7,13 +7,10 @@ the expected files must name definitions that really exist (checked with `ast`, 
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import accuracy as acc
+from support import accuracy as acc
 
 CASES = acc.case_dirs()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_server_support import copy_example, lsp, pos, start
+from support.lsp import copy_example, lsp, pos, start
 
 from anchor_ls.index import CALLS, Index
 from anchor_ls.index.cache import FILE_NAME

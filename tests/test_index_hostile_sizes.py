@@ -17,26 +17,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from support.hostile import self_chain, stacked_decorators
 
 from anchor_ls.index import CALLS, INHERITS, Index
 from anchor_ls.index.mro import c3_merge
 from anchor_ls.syntax.parse import summarize
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.summary import scope_bodies
-
-
-def stacked_decorators(n: int) -> str:
-    """One function under n decorators, wrapping ones and ones that hand it back in turn."""
-    head = (
-        "def wrap(f):\n"
-        "    def inner(*a, **k):\n"
-        "        return f(*a, **k)\n"
-        "    return inner\n\n\n"
-        "def same(f):\n"
-        "    return f\n\n\n"
-    )
-    decorators = "".join("@wrap\n" if i % 2 else "@same\n" for i in range(n))
-    return head + decorators + "def target():\n    return 1\n\n\ndef use():\n    target()\n"
 
 
 def chain(n: int) -> str:
@@ -155,26 +142,6 @@ def test_a_chain_whose_every_class_is_constructed_costs_work_in_proportion(
     index = build(tmp_path / "built", {"h.py": constructed_chain(400)})
     found = calls(index)
     assert all((f"h.py:make{i}", "h.py:K0.__init__") in found for i in range(1, 400))
-
-
-def self_chain(n: int, shape: str) -> str:
-    """A chain whose every class has a method working on self: calling K0's m ("calls"),
-    the method of the class before ("steps"), or reading what its __init__ stored
-    ("stores"); the last class's instance calls the last method."""
-    out = ["class K0:\n    def m(self):\n        return 1\n\n\n"]
-    for i in range(1, n):
-        before = "m" if i == 1 else f"m{i - 1}"
-        body = {
-            "calls": f"    def m{i}(self):\n        return self.m()\n",
-            "steps": f"    def m{i}(self):\n        return self.{before}()\n",
-            "stores": (
-                f"    def __init__(self):\n        self.x{i} = K0()\n\n"
-                f"    def m{i}(self):\n        return self.x{i}.m()\n"
-            ),
-        }[shape]
-        out.append(f"class K{i}(K{i - 1}):\n{body}\n\n")
-    out.append(f"def use():\n    return K{n - 1}().m{n - 1}()\n")
-    return "".join(out)
 
 
 def self_chain_calls(n: int, shape: str) -> set[tuple[str, str]]:

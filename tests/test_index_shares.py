@@ -12,15 +12,16 @@ import multiprocessing
 import os
 import sysconfig
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from process_support import children
+from support.processes import children
 
 from anchor_ls.index import Index, repository, shares
 from anchor_ls.index.binder import Binder
 from anchor_ls.syntax.parse import summarize
+
+pytestmark = pytest.mark.slow
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ["asyncio", "email", "json", "logging", "importlib", "unittest", "xml"]
@@ -144,14 +145,24 @@ def test_a_worker_resolves_with_the_facts_it_was_taught(monkeypatch: pytest.Monk
     run() again, in the worker (b_lib.py is the second share), which must know what job
     is by then."""
     monkeypatch.setattr(shares, "MIN_FILES", 1)
-    here, resolve_run = os.getpid(), shares._resolve_run
+    here, resolve_run, split = os.getpid(), shares._resolve_run, shares.split
+    taken = multiprocessing.get_context("fork").Semaphore(0)  # a run the worker took
+    runs: list[int] = []  # how many runs each round was cut into
+
+    def counted(todo: dict, summaries: dict) -> list:
+        runs.append(len(cut := split(todo, summaries)))
+        return cut
 
     def after_the_worker_took_one(binder: Binder, run: dict, previous: dict) -> list:
-        """Runs go to whichever process asks first: this one waits for the worker."""
-        deadline = time.monotonic() + 60
-        while os.getpid() == here and rounds._claims[1] == 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        """Runs go to whichever process asks first: in a round of two, this one waits
+        until the worker (a fork, patched too) says it took the other."""
+        if os.getpid() != here:
+            taken.release()
+        elif runs[-1] > 1:
+            assert taken.acquire(timeout=120), "the worker took no run"
         return resolve_run(binder, run, previous)
+
+    monkeypatch.setattr(shares, "split", counted)
 
     monkeypatch.setattr(shares, "_resolve_run", after_the_worker_took_one)
     binder = Binder()

@@ -15,6 +15,8 @@ import pytest
 
 from anchor_ls.index import CALLS, CONTAINS, IMPORTS, INHERITS, Index
 
+pytestmark = pytest.mark.slow
+
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = {
     "collections",

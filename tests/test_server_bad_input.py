@@ -5,16 +5,13 @@ One server per client profile; every test ends by checking that it still answers
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import Editor, copy_example, line_of, pos, shared_session, uri
+from support.lsp import Editor, copy_example, line_of, pos, shared_session, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -6,15 +6,12 @@ didChange), to files on disk otherwise, refusing a TextDocumentEdit for a stale 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import copy_example, lsp, start
+from support.lsp import copy_example, lsp, start
 
 __all__ = ["lsp"]
 

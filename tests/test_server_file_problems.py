@@ -3,13 +3,10 @@ user: once, not at every keystroke, and never by silence."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import Editor, copy_example, hint_on, label_text, shared_session
+from support.lsp import Editor, copy_example, hint_on, label_text, shared_session
 
 from anchor_ls.syntax.source import MAX_FILE_BYTES
 

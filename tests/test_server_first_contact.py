@@ -16,8 +16,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-from test_server_parse_workers import FILES, write_repo
-from test_server_support import (
+from support.lsp import (
     CONFIG,
     SERVER,
     Editor,
@@ -29,20 +28,13 @@ from test_server_support import (
     start,
     write_files,
 )
+from support.repos import FILES, LOOSE, write_repo
 
 from anchor_ls.index import Index
 from anchor_ls.server.roots import project_root
 
 __all__ = ["lsp"]  # the fixture, imported for pytest
 
-# Loose files: no pyproject.toml, setup.py or .git anywhere above them.
-LOOSE = {
-    "shapes.py": "def area(w, h):\n    return w * h\n",
-    "report.py": (
-        "from shapes import area\n\n\ndef summary():\n    return area(2, 3)\n\n\n"
-        "def twice():\n    return area(4, 4)\n"
-    ),
-}
 # A package chain without markers: the project is the folder that holds `shop`.
 CHAIN = {
     "shop/__init__.py": "",

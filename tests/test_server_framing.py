@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import copy_example
+from support.lsp import copy_example
 
 TIMEOUT = 30.0
 PARSE_ERROR = -32700

@@ -9,15 +9,12 @@ during the first build must wait for it rather than answer empty.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import (
+from support.lsp import (
     example_session,
     hint_on,
     label_text,

@@ -11,29 +11,10 @@ import json
 import threading
 from pathlib import Path
 
-from process_support import children
+from support.processes import children
+from support.repos import FILES, write_repo
 
 from anchor_ls.index import Index
-
-FILES = 240  # over the size from which a threaded process parses in workers
-
-
-def write_repo(root: Path) -> None:
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
-    for i in range(FILES):
-        prev = f"from pkg.m{i - 1} import Base{i - 1} as Parent, run{i - 1} as before\n\n\n"
-        text = (prev if i else "class Parent:\n    pass\n\n\ndef before():\n    pass\n\n\n") + (
-            f"class Base{i}(Parent):\n"
-            f"    def go(self):\n"
-            f"        return run{i}()\n"
-            f"\n\n"
-            f"def run{i}():\n"
-            f"    before()\n"
-            f"    return Base{i}().go\n"
-        )
-        (root / "pkg" / f"m{i}.py").write_text(text, encoding="utf-8")
-    (root / "pkg" / "broken.py").write_text("def oops(:\n    pass\n", encoding="utf-8")
 
 
 def build(root: Path, workers: int) -> tuple[str, list[tuple[str, str]]]:

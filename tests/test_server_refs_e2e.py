@@ -9,16 +9,13 @@ code lenses count them.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
+from support.lsp import Editor, line_of, pos, shared_session, text_at
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import Editor, line_of, pos, shared_session, text_at
-
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.e2e]
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "server_refs"
 HANDLERS, REGISTRY = "app/handlers.py", "app/registry.py"

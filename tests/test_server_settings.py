@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import (
+from support.lsp import (
     CONFIG,
     copy_example,
     expected_edges,

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from pytest_lsp import LanguageClient
-from test_server_support import Editor, copy_example, dump, lsp, start
+from support.lsp import Editor, copy_example, dump, lsp, start
 
 from anchor_ls.index.cache import FILE_NAME
 

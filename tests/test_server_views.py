@@ -8,15 +8,11 @@ the source text, converted to the units the client negotiated.
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import (
+from support.lsp import (
     Editor,
     column,
     copy_example,

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from anchor_ls.syntax.parse import may_mention, summarize, words_sketch
-from anchor_ls.syntax.source import UnreadableSource, declared_encoding, decode_source
+from anchor_ls.syntax.encoding import declared_encoding
+from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.source import UnreadableSource, decode_source
 from anchor_ls.syntax.summary import FileSummary, Scope
+from anchor_ls.syntax.words import may_mention, words_sketch
 
 
 def scopes(summary: FileSummary) -> dict[str, Scope]:

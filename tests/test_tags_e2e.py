@@ -17,6 +17,8 @@ from anchor_ls.tags.policy import HUB_CALLERS, is_test_path, resolve_policy
 from anchor_ls.tags.render import CLOSE, OPEN, expand_id
 from anchor_ls.tags.text import strip
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 SKIP = (".anchor-ls", "__pycache__", ".pytest_cache")

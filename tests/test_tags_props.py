@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import codecs
-import encodings.aliases
 import re
 import warnings
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.codecs import ACCEPTED
 
 from anchor_ls.index.model import Entity
-from anchor_ls.syntax.source import declared_encoding
+from anchor_ls.syntax.encoding import declared_encoding
 from anchor_ls.tags.policy import TagField
 from anchor_ls.tags.render import LEGACY_DELIMITER, MARKER, block_header, block_lines, field_line
 from anchor_ls.tags.scan import SourceError, ascii_compatible, layout, qualnames, split_lines
 from anchor_ls.tags.text import MODULE, check, materialize, strip
+
+pytestmark = pytest.mark.slow
 
 _DEF = re.compile(r"[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 
@@ -77,32 +79,6 @@ LOOKALIKES = [
 ]
 BASIC = ["utf-8", "utf-8-sig", "latin-1", "cp1252"]
 LOOKALIKE_PATHS = st.sampled_from(["pkg/m.py", "m.py", "deep/er/pkg/m.py"])
-
-
-def _accepted(codec: str) -> bool:
-    """Whether CPython compiles a file that declares `codec`."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            source = f"# coding: {codec}\nx = 1\n".encode("ascii")
-            compile(source, "<codec>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, UnicodeError, LookupError):
-        return False
-    return True
-
-
-def _codecs() -> list[str]:
-    names = set(encodings.aliases.aliases.values()) | {"raw_unicode_escape", "unicode_escape"}
-    found = set()
-    for name in names:
-        try:
-            found.add(codecs.lookup(name).name)
-        except LookupError:
-            continue
-    return sorted(c for c in found if _accepted(c))
-
-
-ACCEPTED = _codecs()  # every codec of encodings.aliases that CPython takes for source
 
 
 @st.composite

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import copy_example, lsp, start
+from support.lsp import copy_example, lsp, start
 
 __all__ = ["lsp"]
 

@@ -25,6 +25,8 @@ from anchor_ls.tags.policy import TagField
 from anchor_ls.tags.render import block_lines
 from anchor_ls.tags.text import MODULE, StripResult, materialize, strip
 
+pytestmark = pytest.mark.slow
+
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 _LINE_SPLIT = re.compile(rb"\r\n|\r|\n")
 _DEF_LIKE = re.compile(rb"[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")

@@ -32,9 +32,10 @@ from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
+from anchor_ls.syntax.encoding import buffer_bytes_or_utf8
 from anchor_ls.syntax.parse import has_word, may_mention, summarize, words_sketch
 from anchor_ls.syntax.reparse import Reparser
-from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource, declared_encoding
+from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource
 from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
 from anchor_ls.syspath import start_children_safe
 
@@ -385,7 +386,7 @@ class Index:
     # ----- incremental ----------------------------------------------------
     def update_file(self, relpath: str, text: str | bytes) -> set[str]:
         """Re-index one file from text in memory; returns the relpaths whose facts changed."""
-        data = _encode_buffer(text) if isinstance(text, str) else text
+        data = buffer_bytes_or_utf8(text) if isinstance(text, str) else text
         with self.lock, _gc_paused():
             self._built = None
             held = self.binder.summaries.get(relpath)
@@ -1056,18 +1057,6 @@ def _differing(before: dict, after: dict) -> set[tuple[str, int]]:
 
 def _unpickled(rows: Iterable[tuple[str, memoryview]], prefix: str) -> dict[str, Any]:
     return {name.removeprefix(prefix): pickle.loads(blob) for name, blob in rows}
-
-
-def _encode_buffer(text: str) -> bytes:
-    """Editor text as the bytes its file holds: in the encoding its coding cookie declares."""
-    utf8 = text.encode("utf-8", "surrogatepass")
-    encoding = declared_encoding(utf8)
-    if encoding in ("utf-8", "utf-8-sig"):
-        return utf8
-    try:
-        return text.encode(encoding)
-    except UnicodeError:  # text the declared encoding cannot hold: Python would refuse it too
-        return utf8
 
 
 @contextlib.contextmanager

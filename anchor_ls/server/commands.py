@@ -21,7 +21,7 @@ from anchor_ls.server.edits import FileEdit, text_edits, workspace_edit
 from anchor_ls.server.folders import READY, Folder
 from anchor_ls.server.progress import WorkProgress
 from anchor_ls.server.server import AnchorServer
-from anchor_ls.syntax.source import declared_encoding
+from anchor_ls.syntax.encoding import buffer_bytes, buffer_text, declared_encoding, written_codec
 from anchor_ls.tags import apply as tag_apply
 from anchor_ls.tags import text as tag_text
 from anchor_ls.tags.policy import ResolvedPolicy
@@ -98,13 +98,13 @@ def _transform(
     for done, t in enumerate(targets, 1):
         progress.report(done, len(targets), f"{done}/{len(targets)} files · {t.relpath}")
         if t.buffer is not None:
-            enc = _python_codec(declared_encoding(t.buffer.encode("utf-8", "surrogatepass")))
             old_text = t.buffer
             try:
-                data = old_text.encode(enc, errors="surrogateescape")
+                data = buffer_bytes(old_text)
             except UnicodeEncodeError as err:  # the file could not be saved as it is either
                 skipped.append(f"{t.relpath}: {_unwritable(old_text, err)}")
                 continue
+            enc = written_codec(declared_encoding(data))
         else:
             try:
                 data = (t.folder.root / t.relpath).read_bytes()
@@ -127,7 +127,10 @@ def _transform(
         skipped.extend(problems)
         if new == data:
             continue
-        new_text = new.decode(enc, errors="surrogateescape" if t.buffer is not None else "replace")
+        if t.buffer is not None:
+            new_text = buffer_text(new, encoding=enc)
+        else:
+            new_text = new.decode(enc, errors="replace")
         edits.append(FileEdit(t.uri, t.version, text_edits(old_text, new_text, encoding)))
     return edits, skipped
 
@@ -142,10 +145,6 @@ def _unwritable(text: str, err: UnicodeEncodeError) -> str:
         f"line {line}, column {column}: character {char!r} (U+{ord(char):04X}) cannot be "
         f"written in the file's encoding {err.encoding}; nothing was changed"
     )
-
-
-def _python_codec(name: str) -> str:
-    return "utf-8" if name == "utf-8-sig" else name
 
 
 def _apply(folder: Folder, relpath: str, data: bytes, strip: bool) -> tuple[bytes, list[str]]:

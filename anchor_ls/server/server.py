@@ -34,8 +34,8 @@ from anchor_ls.server.progress import WorkProgress, indexing_message
 from anchor_ls.server.protocol import AnchorProtocol
 from anchor_ls.server.settings import Settings
 from anchor_ls.server.warm import HintWarmer
+from anchor_ls.syntax.encoding import buffer_matches
 from anchor_ls.syntax.reparse import KEEP
-from anchor_ls.syntax.source import declared_encoding
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -445,7 +445,7 @@ def _apply_buffer(folder: Folder, relpath: str, text: str) -> set[str]:
     index = folder.index
     if index is None or not index.is_indexable(relpath):
         return set()  # excluded files stay out even when opened
-    if _same_text(index.source(relpath), text):
+    if _indexed_as(folder, relpath, text):
         return set()
     return folder.update(relpath, text)
 
@@ -453,14 +453,7 @@ def _apply_buffer(folder: Folder, relpath: str, text: str) -> set[str]:
 def _indexed_as(folder: Folder, relpath: str, text: str) -> bool:
     """Whether the index holds this text for relpath already (cheap enough for the loop)."""
     index = folder.index
-    return index is not None and _same_text(index.source(relpath), text)
-
-
-def _same_text(source: bytes | None, text: str) -> bool:
-    """Whether indexed bytes hold this buffer text (in the file's declared encoding)."""
-    if source is None:
+    if index is None:
         return False
-    try:
-        return source.decode(declared_encoding(source)) == text
-    except (UnicodeDecodeError, LookupError):
-        return False
+    source = index.source(relpath)
+    return source is not None and buffer_matches(source, text)

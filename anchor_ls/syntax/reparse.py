@@ -29,13 +29,19 @@ from anchor_ls.syntax.parse import (
 )
 from anchor_ls.syntax.source import MAX_FILE_BYTES
 from anchor_ls.syntax.summary import (
+    AttrAssign,
+    AttrRead,
     Binding,
     Body,
     CallSite,
     FileSummary,
+    ModuleConstant,
+    Mutation,
     Param,
     Scope,
     Span,
+    StarImport,
+    Use,
     scope_bodies,
 )
 
@@ -350,7 +356,7 @@ def _splice_run(held: _Held, text: bytes, run: _Run, move: _Move) -> Reparsed | 
     constants += now.constants
     for n, a, b, span in old.constants:
         if a - 1 > hi_row:
-            constants.append((n, move.line(a), move.line(b), move.span(span)))
+            constants.append(ModuleConstant(n, move.line(a), move.line(b), move.span(span)))
     summary = FileSummary(
         old.path,
         new_scopes,
@@ -416,8 +422,8 @@ def _cut(items: Sequence[tuple], pos_at: int, lo: int, hi: int) -> tuple[int, in
 
 
 class _Renumber:
-    """Definitions from scope index `cut` on renumbered by `shift`: ("f", i) and
-    ("dw", i, k) values, and parents."""
+    """Definitions from scope index `cut` on renumbered by `shift`: Definition and
+    DecoratorsFrom values, and parents."""
 
     __slots__ = ("cut", "shift")
 
@@ -425,15 +431,17 @@ class _Renumber:
         self.cut, self.shift = cut, shift
 
     def __call__(self, expr: Any) -> Any:
-        if expr.__class__ is not tuple or not expr:
+        if not isinstance(expr, tuple) or not expr:
             return expr
         head = expr[0]
         if (head == "f" or head == "dw") and expr[1].__class__ is int:
             if expr[1] >= self.cut:
-                return (head, expr[1] + self.shift, *expr[2:])
+                return expr._replace(scope=expr[1] + self.shift)
             return expr
         parts = tuple(self(part) for part in expr)
-        return expr if all(a is b for a, b in zip(parts, expr, strict=True)) else parts
+        if all(a is b for a, b in zip(parts, expr, strict=True)):
+            return expr
+        return parts if expr.__class__ is tuple else expr._make(parts)  # a kind: its type
 
     def scope(self, scope: Scope) -> None:
         """Renumber a scope copy's fields in place (its body aside)."""
@@ -449,8 +457,10 @@ class _Renumber:
         scope.bindings = [b._replace(value=self(b.value)) for b in scope.bindings]
         scope.return_values = [self(e) for e in scope.return_values]
         scope.yields = [self(e) for e in scope.yields]
-        scope.attr_assigns = [(self(o), a, self(v), p) for o, a, v, p in scope.attr_assigns]
-        scope.mutations = [(n, self(a), p, r) for n, a, p, r in scope.mutations]
+        scope.attr_assigns = [
+            AttrAssign(self(o), a, self(v), p) for o, a, v, p in scope.attr_assigns
+        ]
+        scope.mutations = [Mutation(n, self(a), p, r) for n, a, p, r in scope.mutations]
 
     def body(self, body: Body) -> Body:
         calls, attr_reads, uses = body
@@ -459,8 +469,8 @@ class _Renumber:
                 c._replace(func=self(c.func), args=self(c.args), kwargs=self(c.kwargs))
                 for c in calls
             ],
-            [(self(e), *rest) for e, *rest in attr_reads],
-            [(t, self(e), *rest) for t, e, *rest in uses],
+            [r._replace(expr=self(r.expr)) for r in attr_reads],
+            [u._replace(expr=self(u.expr)) for u in uses],
         )
 
 
@@ -498,12 +508,12 @@ def _moved(
         CallSite(c.func, c.args, c.kwargs, span(c.span), pos(c.pos), c.blocks, c.kind)
         for c in calls
     ]
-    new.attr_reads = [(e, span(s), pos(p), b) for e, s, p, b in attr_reads]
-    new.uses = [(t, e, span(s), pos(p), b) for t, e, s, p, b in uses]
+    new.attr_reads = [AttrRead(e, span(s), pos(p), b) for e, s, p, b in attr_reads]
+    new.uses = [Use(t, e, span(s), pos(p), b) for t, e, s, p, b in uses]
     new.bindings = tuple(Binding(b.name, b.value, pos(b.pos), b.blocks) for b in scope.bindings)
-    new.attr_assigns = tuple((o, a, v, pos(p)) for o, a, v, p in scope.attr_assigns)
-    new.mutations = tuple((n, a, pos(p), r) for n, a, p, r in scope.mutations)
-    new.star_imports = tuple((m, lv, pos(p)) for m, lv, p in scope.star_imports)
+    new.attr_assigns = tuple(AttrAssign(o, a, v, pos(p)) for o, a, v, p in scope.attr_assigns)
+    new.mutations = tuple(Mutation(n, a, pos(p), r) for n, a, p, r in scope.mutations)
+    new.star_imports = tuple(StarImport(m, lv, pos(p)) for m, lv, p in scope.star_imports)
     if end_line is not None:
         new.end_line = end_line
     else:

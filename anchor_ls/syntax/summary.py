@@ -3,31 +3,10 @@
 (Plain dataclasses without slots pickle in C, several times faster than slotted ones; the
 most numerous records (bindings, call sites, parameters) are named tuples: half the memory.)
 
-Expressions are small tuples (the binder's IR), tagged by their first item:
-  ("n", name)                     a name
-  ("a", base, attr)               attribute access
-  ("c", func, args, kwargs)       a call; args: tuple of exprs, kwargs: tuple of (name, expr)
-  ("s", base, key)                subscript (key ("sl",) for a slice)
-  ("k", value)                    a str/int constant (dict keys, __all__ items)
-  ("d", ((key, value), ...))      a dict display
-  ("l", (item, ...))              a list, tuple or set display
-  ("f", scope)                    a definition (function, class or named lambda) by scope index
-  ("dw", scope, k)                 definition scope as its decorators from the k-th (0 = top) down
-                                  return it (a stacked decorator's argument)
-  ("or", (expr, ...))             any of several values (`a or b`, `a if c else b`)
-  ("sa", text)                    a string annotation, parsed by the binder
-  ("it", expr)                    an element of an iterable (for targets, `*` unpacking)
-  ("en", expr)                    what `with expr as x` binds
-  ("ex", expr)                    what `except expr as x` binds (an instance of expr)
-  ("ix", expr, i)                 item i of a tuple unpacking
-  ("an", annotation)              an instance of what an annotation names
-  ("g", base, args)               a subscripted annotation (`Optional[X]`, `list[X]`)
-  ("*", expr)                     a `*args` argument
-  ("st", expr, start, after)      a starred target: the items of expr from start, less `after`
-  ("im", module, level)           `import module` (binds the top package unless aliased)
-  ("ima", module, level)          `import module as x` (binds the module itself)
-  ("if", module, level, name)     `from module import name`
-  ("u",)                          anything else
+Expressions are small tuples (the binder's IR) whose first item is a tag: each kind is a
+NamedTuple below (the binder reads them by position, `value[0] == "c"`), kept tuples so that
+a summary stays as small and as fast to pickle as before. Every other record of a scope is a
+NamedTuple too (Use, AttrRead, AttrAssign, Mutation, StarImport, ModuleConstant, Problem).
 """
 
 from __future__ import annotations
@@ -38,9 +17,302 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-Expr = tuple[Any, ...]
-UNKNOWN: Expr = ("u",)
+Expr = tuple[Any, ...]  # one of the EXPRESSION_KINDS
 Span = tuple[int, int, int, int]
+
+
+# ----- expressions: (tag, fields...), one NamedTuple per kind ---------------------------
+
+
+class Name(NamedTuple):
+    """`x`"""
+
+    tag: str  # "n"
+    name: str
+
+
+class Attribute(NamedTuple):
+    """`base.attr`"""
+
+    tag: str  # "a"
+    base: Expr
+    attr: str
+
+
+class Call(NamedTuple):
+    """`func(*args, **kwargs)`; kwargs: (name, expr) pairs, name "**" for `**mapping`."""
+
+    tag: str  # "c"
+    func: Expr
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str, Expr], ...]
+
+
+class Subscript(NamedTuple):
+    """`base[key]` (key a Slice or AnySlice for a slice)."""
+
+    tag: str  # "s"
+    base: Expr
+    key: Expr
+
+
+class Slice(NamedTuple):
+    """`[start:stop]` by int literals (None where one is left out)."""
+
+    tag: str  # "sl"
+    start: int | None
+    stop: int | None
+
+
+class AnySlice(NamedTuple):
+    """A slice by anything else (a step, a name)."""
+
+    tag: str  # "sl"
+
+
+class Constant(NamedTuple):
+    """A str or int constant (dict keys, `__all__` items)."""
+
+    tag: str  # "k"
+    value: str | int
+
+
+class DictDisplay(NamedTuple):
+    """`{key: value, ...}`"""
+
+    tag: str  # "d"
+    items: tuple[tuple[Expr, Expr], ...]
+
+
+class SeqDisplay(NamedTuple):
+    """A list, tuple or set display."""
+
+    tag: str  # "l"
+    items: tuple[Expr, ...]
+
+
+class Definition(NamedTuple):
+    """A function, class or named lambda, by scope index."""
+
+    tag: str  # "f"
+    scope: int
+
+
+class DecoratorsFrom(NamedTuple):
+    """What the decorators of scope from the k-th (0 = top) down return (a stacked
+    decorator's argument)."""
+
+    tag: str  # "dw"
+    scope: int
+    k: int
+
+
+class Either(NamedTuple):
+    """Any of several values (`a or b`, `a if c else b`, `X | Y`)."""
+
+    tag: str  # "or"
+    options: tuple[Expr, ...]
+
+
+class StringAnnotation(NamedTuple):
+    """A string annotation, parsed by the binder."""
+
+    tag: str  # "sa"
+    text: str
+
+
+class Element(NamedTuple):
+    """An element of an iterable (for targets, `*` unpacking, `yield from`)."""
+
+    tag: str  # "it"
+    iterable: Expr
+
+
+class Entered(NamedTuple):
+    """What `with expr as x` binds."""
+
+    tag: str  # "en"
+    manager: Expr
+
+
+class Caught(NamedTuple):
+    """What `except expr as x` binds (an instance of expr)."""
+
+    tag: str  # "ex"
+    exception: Expr
+
+
+class Item(NamedTuple):
+    """Item i of a tuple unpacking."""
+
+    tag: str  # "ix"
+    value: Expr
+    index: int
+
+
+class InstanceOf(NamedTuple):
+    """An instance of what an annotation names."""
+
+    tag: str  # "an"
+    annotation: Expr
+
+
+class Generic(NamedTuple):
+    """A subscripted annotation (`Optional[X]`, `list[X]`)."""
+
+    tag: str  # "g"
+    base: Expr
+    args: tuple[Expr, ...]
+
+
+class Starred(NamedTuple):
+    """A `*args` argument."""
+
+    tag: str  # "*"
+    value: Expr
+
+
+class StarredTarget(NamedTuple):
+    """A starred target: the items of value from start, less `after`."""
+
+    tag: str  # "st"
+    value: Expr
+    start: int
+    after: int
+
+
+class Import(NamedTuple):
+    """`import module` (binds the top package unless aliased)."""
+
+    tag: str  # "im"
+    module: str
+    level: int
+
+
+class ImportAs(NamedTuple):
+    """`import module as x` (binds the module itself)."""
+
+    tag: str  # "ima"
+    module: str
+    level: int
+
+
+class ImportFrom(NamedTuple):
+    """`from module import name`"""
+
+    tag: str  # "if"
+    module: str
+    level: int
+    name: str
+
+
+class Unknown(NamedTuple):
+    """Anything else."""
+
+    tag: str  # "u"
+
+
+EXPRESSION_KINDS: tuple[type[tuple[Any, ...]], ...] = (
+    Name,
+    Attribute,
+    Call,
+    Subscript,
+    Slice,
+    AnySlice,
+    Constant,
+    DictDisplay,
+    SeqDisplay,
+    Definition,
+    DecoratorsFrom,
+    Either,
+    StringAnnotation,
+    Element,
+    Entered,
+    Caught,
+    Item,
+    InstanceOf,
+    Generic,
+    Starred,
+    StarredTarget,
+    Import,
+    ImportAs,
+    ImportFrom,
+    Unknown,
+)
+for _kind in EXPRESSION_KINDS:
+    # An expression's repr is its tuple's: the index compares what files export by repr.
+    _kind.__repr__ = tuple.__repr__  # type: ignore[method-assign]
+
+UNKNOWN: Expr = Unknown("u")
+
+
+# ----- the other records of a scope ------------------------------------------------------
+
+
+class Use(NamedTuple):
+    """A value use, for the dense facts. kind: "r" a name or attribute used as a value (an
+    argument, a container item, an attribute or class-level assignment, a default, a return
+    value): a reference; "n" a read of an UPPER_CASE name (a module constant, maybe
+    imported); "s" `x.environ["K"]` / `x.config["K"]`: expr is the subscript, its key a
+    constant."""
+
+    kind: str
+    expr: Expr
+    span: Span
+    pos: int
+    blocks: tuple[int, ...]
+
+
+class AttrRead(NamedTuple):
+    """An attribute read: a read of a property calls its getter."""
+
+    expr: Expr
+    span: Span
+    pos: int
+    blocks: tuple[int, ...]
+
+
+class AttrAssign(NamedTuple):
+    """`self.x = v`, `obj.attr = v`"""
+
+    obj: Expr
+    attr: str
+    value: Expr
+    pos: int
+
+
+class Mutation(NamedTuple):
+    """`x[k] = v`, `x.append(v)`, `x.update(...)` grow what x holds; replaces: the constant
+    keys it sets lose their earlier values (see expressions.mutate)."""
+
+    name: str
+    added: Expr
+    pos: int
+    replaces: bool
+
+
+class StarImport(NamedTuple):
+    """`from module import *`"""
+
+    module: str
+    level: int
+    pos: int
+
+
+class ModuleConstant(NamedTuple):
+    """A module-level UPPER_CASE assignment."""
+
+    name: str
+    line: int
+    end_line: int
+    span: Span
+
+
+class Problem(NamedTuple):
+    """Why a file was read in part (kind: decode, syntax, too-deep, ...)."""
+
+    kind: str
+    message: str
 
 
 class Binding(NamedTuple):
@@ -87,21 +359,12 @@ class Scope:
     calls: Sequence[CallSite] = field(default_factory=list)
     return_values: Sequence[Expr] = field(default_factory=list)
     yields: Sequence[Expr] = field(default_factory=list)
-    # (object expr, attribute, value expr, pos): `self.x = v`, `obj.attr = v`
-    attr_assigns: Sequence[tuple[Expr, str, Expr, int]] = field(default_factory=list)
-    # attribute reads (expr, span, pos, blocks): a read of a property calls its getter
-    attr_reads: Sequence[tuple[Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
-    # (name, added expr, pos, replaces): `x[k] = v`, `x.append(v)`, `x.update(...)` grow what x
-    # holds; replaces: the constant keys it sets lose their earlier values (see parse.mutate)
-    mutations: Sequence[tuple[str, Expr, int, bool]] = field(default_factory=list)
+    attr_assigns: Sequence[AttrAssign] = field(default_factory=list)
+    attr_reads: Sequence[AttrRead] = field(default_factory=list)
+    mutations: Sequence[Mutation] = field(default_factory=list)
     global_names: frozenset[str] = frozenset()  # `global x` (shared empty default: most scopes)
-    star_imports: Sequence[tuple[str, int, int]] = field(default_factory=list)  # module, level, pos
-    # Value uses for the dense facts, (tag, expr, span, pos, blocks); tag:
-    #   "r" a name or attribute used as a value (an argument, a container item, an
-    #       attribute or class-level assignment, a default, a return value): a reference
-    #   "n" a read of an UPPER_CASE name (a module constant, maybe imported)
-    #   "s" `x.environ["K"]` / `x.config["K"]`: expr is the subscript, its key a constant
-    uses: Sequence[tuple[str, Expr, Span, int, tuple[int, ...]]] = field(default_factory=list)
+    star_imports: Sequence[StarImport] = field(default_factory=list)
+    uses: Sequence[Use] = field(default_factory=list)  # value uses, for the dense facts
     is_async: bool = False
     free_calls: frozenset[str] = frozenset()  # names of enclosing functions a nested one calls
     called_params: frozenset[str] = frozenset()  # parameters it calls (or a nested one does)
@@ -113,12 +376,11 @@ class FileSummary:
     scopes: list[Scope]
     line_count: int
     all_names: list[str] | None = None  # a literal __all__
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
-    # module-level UPPER_CASE assignments: (name, line, end_line, name span)
-    constants: list[tuple[str, int, int, Span]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    constants: list[ModuleConstant] = field(default_factory=list)  # module UPPER_CASE names
     encoding: str = "utf-8"
     bodies: bytes | None = None  # the scopes' bodies, pickled, once packed
-    words: bytes = b""  # the words of the text, hashed (see parse.words_sketch)
+    words: bytes = b""  # the words of the text, hashed (see words.words_sketch)
 
 
 Body = tuple[Sequence[CallSite], Sequence[Any], Sequence[Any]]  # calls, attr_reads, uses

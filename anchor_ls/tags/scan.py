@@ -9,20 +9,17 @@ Lines are split the way Python splits them: CRLF, LF and a lone CR each end a li
 
 from __future__ import annotations
 
-import codecs
 import re
 import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
 
-from anchor_ls.syntax.source import declared_encoding
+from anchor_ls.syntax.encoding import BOM, declared_encoding, is_cookie_line, written_codec
 
 _EOL_SPLIT = re.compile(rb"(\r\n|\r|\n)")
 _TEXT_EOL_SPLIT = re.compile("(\r\n|\r|\n)")
 
-# PEP 263: a coding declaration on line 1 or 2 (line 2 only after a blank or comment line 1).
-COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _BLANK_OR_COMMENT = re.compile(r"^[ \t\f]*(?:#|$)")
 _INDENT = re.compile(rb"[ \t\f]*")
 
@@ -91,7 +88,7 @@ class Lines:
 
 def split_lines(data: bytes) -> Lines:
     """Cut bytes into lines (CRLF, LF, lone CR), keeping the BOM and every byte."""
-    bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
+    bom = BOM if data.startswith(BOM) else b""
     body = data[len(bom) :]
     parts = _EOL_SPLIT.split(body)
     lines = parts[0::2]
@@ -102,10 +99,7 @@ def split_lines(data: bytes) -> Lines:
         ends.append(b"")
     if not body:
         lines, ends = [], []
-    encoding = declared_encoding(data)
-    if encoding == "utf-8-sig":
-        encoding = "utf-8"
-    return Lines(bom, lines, ends, encoding)
+    return Lines(bom, lines, ends, written_codec(declared_encoding(data)))
 
 
 @dataclass(slots=True)
@@ -339,9 +333,9 @@ def module_insert_index(text: list[str]) -> int:
     """Where a module block goes: after a shebang and a PEP 263 coding line (lines 1-2)."""
     if not text:
         return 0
-    if len(text) > 1 and COOKIE.match(text[1]) and _BLANK_OR_COMMENT.match(text[0]):
+    if len(text) > 1 and is_cookie_line(text[1]) and _BLANK_OR_COMMENT.match(text[0]):
         return 2
-    if text[0].startswith("#!") or COOKIE.match(text[0]):
+    if text[0].startswith("#!") or is_cookie_line(text[0]):
         return 1
     return 0
 

@@ -27,10 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from anchor_ls.index.model import ENTITY_KINDS
-from anchor_ls.syntax.source import declared_encoding
+from anchor_ls.syntax.encoding import declared_encoding, is_cookie_line
 from anchor_ls.tags.render import MARKER, block_header, written_id
 from anchor_ls.tags.scan import (
-    COOKIE,
     Layout,
     Lines,
     SourceError,
@@ -391,7 +390,7 @@ def _plan(
             continue
         already = sum(len(b) for b in plan.at.get(at, ()))
         if at + already < 2 and any(
-            COOKIE.match(s) for s in block[: 2 - at - already]
+            is_cookie_line(s) for s in block[: 2 - at - already]
         ):  # would read as a PEP 263 coding line
             plan.problems.append((line or 1, f"{header} would read as a coding line; skipped"))
             continue

@@ -3,38 +3,16 @@
 -- statusline after :AnchorPolicy, and :checkhealth anchor_ls with a file in the home folder
 -- (a client with no root). Writes what it saw to a JSON file.
 --
--- Env: ANCHOR_NVIM_PLUGIN  the editors/nvim directory
---      ANCHOR_NVIM_CMD     JSON list: the server command
+-- Env (and those of harness.lua):
 --      ANCHOR_NVIM_LOOSE   a Python file in a folder without markers, with a `def area(`
 --      ANCHOR_NVIM_HOMED   a Python file directly in $HOME
---      ANCHOR_NVIM_OUT     where to write the JSON results
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
 local env = vim.env
-local out_path = assert(env.ANCHOR_NVIM_OUT, 'ANCHOR_NVIM_OUT')
-local timeout = 120000
-local result = { log = {} }
-local t0 = vim.uv.hrtime()
-
-local function log(msg)
-  table.insert(result.log, string.format('%.1fs %s', (vim.uv.hrtime() - t0) / 1e9, msg))
-end
-
-local function wait_for(what, cond, ms)
-  local value
-  local ok = vim.wait(ms or timeout, function()
-    value = cond()
-    return value ~= nil and value ~= false
-  end, 50)
-  if not ok then
-    error('timed out waiting for ' .. what, 0)
-  end
-  log('ok: ' .. what)
-  return value
-end
+local result, log, wait_for = H.result, H.log, H.wait_for
 
 local function run()
-  vim.opt.rtp:prepend((assert(env.ANCHOR_NVIM_PLUGIN, 'ANCHOR_NVIM_PLUGIN')))
-  local anchor = require('anchor_ls')
-  anchor.setup({ cmd = vim.json.decode((assert(env.ANCHOR_NVIM_CMD, 'ANCHOR_NVIM_CMD'))) })
+  local anchor = H.plugin()
+  anchor.setup({ cmd = H.server_cmd() })
 
   -- :help anchor_ls, from the doc/tags the plugin ships.
   local ok, err = pcall(vim.cmd, 'help anchor_ls')
@@ -107,29 +85,4 @@ local function run()
   result.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = xpcall(run, debug.traceback)
-      result.ok = ok
-      if not ok then
-        result.error = tostring(err)
-      end
-      result.messages = vim.api.nvim_exec2('messages', { output = true }).output
-      local f = assert(io.open(out_path, 'w'))
-      f:write(vim.json.encode(result))
-      f:close()
-      for _, c in ipairs(vim.lsp.get_clients()) do
-        c:stop()
-      end
-      vim.wait(3000, function()
-        return #vim.lsp.get_clients() == 0
-      end, 50)
-      for _, c in ipairs(vim.lsp.get_clients()) do
-        c:stop(true)
-      end
-      vim.cmd(ok and 'qall!' or 'cquit!')
-    end)
-  end,
-})
+H.start(run)

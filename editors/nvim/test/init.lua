@@ -3,41 +3,13 @@
 -- Neovim itself holds (inlay hints, code lenses), runs a lens (quickfix), :AnchorStats,
 -- :AnchorMaterialize and :AnchorStrip, and writes everything it saw to a JSON file.
 --
--- Env: ANCHOR_NVIM_PLUGIN  the editors/nvim directory
---      ANCHOR_NVIM_CMD     JSON list: the server command
+-- Env (and those of harness.lua):
 --      ANCHOR_NVIM_FILE    the Python file to open
 --      ANCHOR_NVIM_DEF     the `def` whose hints and lenses are checked (e.g. checkout)
---      ANCHOR_NVIM_OUT     where to write the JSON results
---      ANCHOR_NVIM_TIMEOUT milliseconds per wait (default 120000)
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
 local env = vim.env
-local out_path = assert(env.ANCHOR_NVIM_OUT, 'ANCHOR_NVIM_OUT')
-local timeout = tonumber(env.ANCHOR_NVIM_TIMEOUT or '') or 120000
-local result = { steps = {}, log = {} }
-local t0 = vim.uv.hrtime()
-
-local function log(msg)
-  table.insert(result.log, string.format('%.1fs %s', (vim.uv.hrtime() - t0) / 1e9, msg))
-end
-
-local function write_result()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(result))
-  f:close()
-end
-
---- Wait for `cond()` to return a truthy value; error with `what` on timeout.
-local function wait_for(what, cond, ms)
-  local value
-  local ok = vim.wait(ms or timeout, function()
-    value = cond()
-    return value ~= nil and value ~= false
-  end, 100)
-  if not ok then
-    error('timed out waiting for ' .. what, 0)
-  end
-  log('ok: ' .. what)
-  return value
-end
+local result, log, wait_for = H.result, H.log, H.wait_for
+result.steps = {}
 
 local function hint_label(h)
   local label = h.inlay_hint.label
@@ -53,8 +25,7 @@ local function hint_label(h)
 end
 
 local function run()
-  vim.opt.rtp:prepend((assert(env.ANCHOR_NVIM_PLUGIN, 'ANCHOR_NVIM_PLUGIN')))
-  local anchor = require('anchor_ls')
+  local anchor = H.plugin()
   result.notifications = {}
   local notify = vim.notify
   vim.notify = function(msg, level, opts)
@@ -77,7 +48,7 @@ local function run()
     on_choice(items[pick], pick)
   end
 
-  anchor.setup({ cmd = vim.json.decode((assert(env.ANCHOR_NVIM_CMD, 'ANCHOR_NVIM_CMD'))) })
+  anchor.setup({ cmd = H.server_cmd() })
   result.config = {
     cmd = vim.lsp.config.anchor_ls.cmd,
     filetypes = vim.lsp.config.anchor_ls.filetypes,
@@ -285,27 +256,4 @@ local function run()
   end
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = xpcall(run, debug.traceback)
-      result.ok = ok
-      if not ok then
-        result.error = tostring(err)
-      end
-      result.messages = vim.api.nvim_exec2('messages', { output = true }).output
-      write_result()
-      for _, c in ipairs(vim.lsp.get_clients()) do
-        c:stop()
-      end
-      vim.wait(3000, function()
-        return #vim.lsp.get_clients() == 0
-      end, 50)
-      for _, c in ipairs(vim.lsp.get_clients()) do
-        c:stop(true) -- a server that ignored shutdown/exit is killed
-      end
-      vim.cmd(ok and 'qall!' or 'cquit!')
-    end)
-  end,
-})
+H.start(run)

@@ -98,12 +98,7 @@ async function run(page) {
   step = "status bar shows the policy";
   const statusText = await waitFor(
     page,
-    () => {
-      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
-        (e.textContent || "").includes("anchor-ls")
-      );
-      return item ? (item.textContent || "").trim() : null;
-    },
+    anchorStatus,
     (text) => text && /auto|topo|inv|dense/.test(text)
   );
   log(`status bar: ${JSON.stringify(statusText)}`);
@@ -228,12 +223,7 @@ async function run(page) {
   await openFile(page, "service.py", "pkg");
   const invStatus = await waitFor(
     page,
-    () => {
-      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
-        (e.textContent || "").includes("anchor-ls")
-      );
-      return item ? (item.textContent || "").trim() : null;
-    },
+    anchorStatus,
     (text) => text && /\binv\b/.test(text),
     60_000
   );
@@ -309,25 +299,17 @@ async function run(page) {
   await editUserSettings(page, { ...userSettings, "anchorLs.interpreter": bare });
   const toast = await waitFor(
     page,
-    () =>
-      [...document.querySelectorAll(".notification-list-item-message")]
-        .map((e) => (e.textContent || "").replace(/\u00a0/g, " "))
-        .find((t) => t.includes("not installed")) || null,
-    (t) => !!t,
+    notifications,
+    (ts) => ts.some((t) => t.includes("not installed")),
     60_000
-  );
+  ).then((ts) => ts.find((t) => t.includes("not installed")));
   log(`notification: ${JSON.stringify(toast)}`);
   if (!toast.includes(bare) || !toast.includes("pip install anchor-ls") || !toast.includes("anchorLs.interpreter")) {
     throw new Error(`the message should name ${bare}, the install command and the setting: ${toast}`);
   }
   const failedStatus = await waitFor(
     page,
-    () => {
-      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
-        (e.textContent || "").includes("anchor-ls")
-      );
-      return item ? (item.textContent || "").trim() : null;
-    },
+    anchorStatus,
     (t) => t && t.includes("not installed"),
     30_000
   );
@@ -367,22 +349,14 @@ async function runRestricted(page) {
   await editUserSettings(page, { ...userSettings, "anchorLs.interpreter": "${workspaceFolder}/.venv/bin/python" });
   const toast = await waitFor(
     page,
-    () =>
-      [...document.querySelectorAll(".notification-list-item-message")]
-        .map((e) => (e.textContent || "").replace(/\u00a0/g, " "))
-        .find((t) => t.includes("not trusted")) || null,
-    (t) => !!t,
+    notifications,
+    (ts) => ts.some((t) => t.includes("not trusted")),
     60_000
-  );
+  ).then((ts) => ts.find((t) => t.includes("not trusted")));
   log(`notification: ${JSON.stringify(toast)}`);
   const refusedStatus = await waitFor(
     page,
-    () => {
-      const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
-        (e.textContent || "").includes("anchor-ls")
-      );
-      return item ? (item.textContent || "").trim() : null;
-    },
+    anchorStatus,
     (t) => t && t.includes("untrusted workspace"),
     30_000
   );
@@ -467,6 +441,21 @@ async function waitForFile(file, timeout) {
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`${file} did not appear`);
+}
+
+// In the page: the text of the anchor-ls status bar item (null while there is none).
+function anchorStatus() {
+  const item = [...document.querySelectorAll(".statusbar-item")].find((e) =>
+    (e.textContent || "").includes("anchor-ls")
+  );
+  return item ? (item.textContent || "").trim() : null;
+}
+
+// In the page: the messages of the notifications shown.
+function notifications() {
+  return [...document.querySelectorAll(".notification-list-item-message")].map((e) =>
+    (e.textContent || "").replace(/\u00a0/g, " ")
+  );
 }
 
 /** Poll a page function until `ok(value)`; the last value goes into the error. */

@@ -225,13 +225,13 @@ PY
 fi
 
 # Modules a repository could plant to run code in a Python that imports from it (the
-# workspace's `anchor_ls/`, `json/`, `sitecustomize.py`, ...; see tests/planted.py): each
+# workspace's `anchor_ls/`, `json/`, `sitecustomize.py`, ...; see tests/support/planted.py): each
 # leaves a mark in $MARKS when imported. The extension's probe and server must import none.
 MARKS="$RUN/marks"
 "$PY_ABS" -P -c 'import sys; sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from planted import plant
-print(" ".join(plant(Path(sys.argv[2]), Path(sys.argv[3]))))' "$REPO/tests" "$WS" "$MARKS" \
+print(" ".join(plant(Path(sys.argv[2]), Path(sys.argv[3]))))' "$REPO/tests/support" "$WS" "$MARKS" \
   | { read -r names; log "planted in the workspace: $names"; }
 
 # The callers the hint on `def checkout` must name: from the fixture's hand-written

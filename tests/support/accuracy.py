@@ -5,8 +5,8 @@ expected.json written by hand: the complete repository-internal "calls", "inheri
 (optionally) "imports" edges, plus "allowed" edges that are right at run time but not required.
 The engine's edges of a kind, minus the allowed ones, are compared with the expected set.
 
-Run `python tests/accuracy.py [case ...]` for a precision/recall table; the exit status is 0 only
-when every case is exactly right. tests/test_accuracy.py asserts the same facts.
+Run `python tests/support/accuracy.py [case ...]` for a precision/recall table; the exit
+status is 0 only when every case is exactly right. tests/test_accuracy.py asserts the same facts.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ACCURACY_DIR = ROOT / "fixtures" / "accuracy"
 EXAMPLE_DIR = ROOT / "fixtures" / "example"
 EXAMPLE_NAME = "example"

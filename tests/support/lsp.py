@@ -27,7 +27,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "example"
 SERVER = [sys.executable, "-m", "anchor_ls.server"]
 CONFIG = ClientServerConfig(server_command=SERVER)
