@@ -1,0 +1,131 @@
+"""Source roots: nested projects, `src/` layouts, the folders pytest puts on sys.path, and
+the ones a user names; checked against fixtures/source_roots/expected.json (by hand)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import CALLS, Index
+from anchor_ls.index.modules import ModuleTable
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "source_roots"
+EXPECTED = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
+GET_DB = "examples/tutorial/flaskr/db.py:get_db"
+CREATE_APP = "examples/tutorial/flaskr/__init__.py:create_app"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    return root
+
+
+def calls_of(index: Index) -> set[tuple[str, str]]:
+    with index.graph.lock:
+        data = index.graph.to_json()
+    return {(e["src"], e["dst"]) for e in data["edges"] if e["kind"] == CALLS}
+
+
+def callers(calls: set[tuple[str, str]], dst: str) -> set[str]:
+    return {src for src, to in calls if to == dst}
+
+
+def expected_calls(*, with_setting: bool = False) -> set[tuple[str, str]]:
+    found = {(src, dst) for src, dst in EXPECTED["calls"]}
+    if with_setting:
+        found |= {(src, dst) for src, dst in EXPECTED["with_source_roots"]["calls"]}
+    return found
+
+
+def test_a_nested_project_tests_call_its_package(repo: Path) -> None:
+    """Flask's tutorial: its tests import `flaskr` as installed; every caller counts."""
+    index = Index(repo, use_cache=False)
+    index.build()
+    calls = calls_of(index)
+    assert callers(calls, GET_DB) == callers(expected_calls(), GET_DB)
+    assert len(callers(calls, GET_DB)) == 7
+    assert callers(calls, CREATE_APP) == {
+        "examples/tutorial/tests/conftest.py:app",
+        "examples/tutorial/tests/test_factory.py:test_config",
+    }
+    assert calls == expected_calls()
+    assert index.problems == {}
+
+
+def test_the_setting_adds_a_root_no_file_states(repo: Path) -> None:
+    index = Index(repo, use_cache=False, source_roots=EXPECTED["with_source_roots"]["sourceRoots"])
+    index.build()
+    assert calls_of(index) == expected_calls(with_setting=True)
+    absolute = Index(repo, use_cache=False, source_roots=[str(repo / "lib")])
+    absolute.build()
+    assert calls_of(absolute) == expected_calls(with_setting=True)
+
+
+def test_a_root_outside_the_repository_is_reported_and_ignored(repo: Path, tmp_path: Path) -> None:
+    index = Index(repo, use_cache=False, source_roots=["../elsewhere", str(tmp_path), "nope"])
+    index.build()
+    assert calls_of(index) == expected_calls()
+    assert {p.path: p.kind for p in index.problems.values()} == {
+        "../elsewhere": "source-root",
+        str(tmp_path): "source-root",
+        "nope": "source-root",
+    }
+
+
+def test_a_cached_graph_is_not_reused_once_the_roots_change(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = Index(repo, cache_dir=cache)
+    first.build()
+    first.close()
+    again = Index(repo, cache_dir=cache, source_roots=["lib"])
+    again.build()
+    assert calls_of(again) == expected_calls(with_setting=True)
+    again.close()
+    (repo / "examples" / "tutorial" / "pyproject.toml").unlink()
+    third = Index(repo, cache_dir=cache)
+    third.build()
+    assert callers(calls_of(third), CREATE_APP) == set()  # no marker: not a project
+    third.close()
+
+
+def test_a_bad_pytest_configuration_is_reported_and_the_rest_indexed(repo: Path) -> None:
+    (repo / "examples" / "shop" / "pyproject.toml").write_text("[project\n", encoding="utf-8")
+    (repo / "examples" / "tutorial" / "setup.cfg").write_text("no section\n", encoding="utf-8")
+    index = Index(repo, use_cache=False)
+    index.build()
+    assert {p.path: p.kind for p in index.problems.values()} == {
+        "examples/shop/pyproject.toml": "config",
+        "examples/tutorial/setup.cfg": "config",
+    }
+    assert calls_of(index) == expected_calls()  # a marker still, whatever its content
+
+
+def test_the_innermost_root_wins_and_other_repositories_keep_their_order() -> None:
+    files = [
+        "src/shop/cart.py",
+        "src/shop/__init__.py",
+        "examples/shop/src/shop/__init__.py",
+        "examples/shop/src/shop/cart.py",
+        "examples/shop/tests/test_cart.py",
+        "tests/test_outer.py",
+        "app/main.py",
+    ]
+    nested = ModuleTable(files, roots=["examples/shop"])
+    assert nested.resolve("shop.cart", 0, "examples/shop/tests/test_cart.py") == (
+        "examples/shop/src/shop/cart.py"
+    )
+    assert nested.resolve("shop.cart", 0, "tests/test_outer.py") == "src/shop/cart.py"
+    assert nested.search_path("examples/shop/tests/test_cart.py") == (
+        "examples/shop/tests",
+        "examples/shop",
+        "examples/shop/src",
+        "",
+        "src",
+    )
+    plain = ModuleTable(files)
+    assert plain.search_path("app/main.py") == ("app", "", "src")
