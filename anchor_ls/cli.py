@@ -18,7 +18,9 @@ def _index_for(args: argparse.Namespace, path: str) -> Index:
     root = Path(path)
     if not root.is_dir():
         raise SystemExit(f"anchor-ls: {path}: not a folder")
-    index = Index(root, cache_dir=args.cache, exclude=args.exclude or ())
+    index = Index(
+        root, cache_dir=args.cache, exclude=args.exclude or (), source_roots=args.source_root or ()
+    )
     index.build()
     return index
 
@@ -133,7 +135,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise SystemExit(f"anchor-ls: {args.path}: not a folder")
     return serve(
-        root, cache_dir=args.cache, exclude=tuple(args.exclude or ()), max_items=args.max_items
+        root,
+        cache_dir=args.cache,
+        exclude=tuple(args.exclude or ()),
+        max_items=args.max_items,
+        source_roots=tuple(args.source_root or ()),
     )
 
 
@@ -178,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--cache", metavar="DIR", help="cache folder (default: PATH/.anchor-ls)")
         p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matches")
+        p.add_argument(
+            "--source-root",
+            action="append",
+            metavar="DIR",
+            help="a folder absolute imports start from, relative to PATH (repeatable); "
+            "nested projects, src/ layouts and conftest folders are found without it",
+        )
         p.add_argument("--max-items", type=int, default=8, help="entries per tag field")
         return p
 

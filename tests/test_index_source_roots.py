@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,34 @@ def test_the_innermost_root_wins_and_other_repositories_keep_their_order() -> No
     )
     plain = ModuleTable(files)
     assert plain.search_path("app/main.py") == ("app", "", "src")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "anchor_ls", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_cli_takes_source_roots(repo: Path, tmp_path: Path) -> None:
+    cache = ("--cache", str(tmp_path / "cache"))
+    plain = run_cli("graph", str(repo), "--json", *cache)
+    named = run_cli("graph", str(repo), "--json", *cache, "--source-root", "lib")
+    twice = run_cli(
+        "graph", str(repo), "--json", *cache, "--source-root", "lib", "--source-root", "tools"
+    )
+    assert plain.returncode == named.returncode == twice.returncode == 0, plain.stderr
+    edges = [
+        {(e["src"], e["dst"]) for e in json.loads(out.stdout)["edges"] if e["kind"] == CALLS}
+        for out in (plain, named, twice)
+    ]
+    assert edges == [expected_calls(), *[expected_calls(with_setting=True)] * 2]
+    asked = run_cli("callers", "render_all", str(repo), "--json", *cache, "--source-root", "lib")
+    assert asked.returncode == 0, asked.stderr
+    [level] = json.loads(asked.stdout)["levels"]
+    assert [item["id"] for item in level["items"]] == ["tools/report.py:main"]
+    outside = run_cli("index", str(repo), *cache, "--source-root", "../elsewhere")
+    assert outside.returncode == 0
+    assert "../elsewhere: source-root: source root outside" in outside.stderr
