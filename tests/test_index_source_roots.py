@@ -162,3 +162,50 @@ def test_the_cli_takes_source_roots(repo: Path, tmp_path: Path) -> None:
     outside = run_cli("index", str(repo), *cache, "--source-root", "../elsewhere")
     assert outside.returncode == 0
     assert "../elsewhere: source-root: source root outside" in outside.stderr
+
+
+def test_a_nested_setup_py_is_a_project_root(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    for rel, text in {
+        "setup.py": "",
+        "plugins/auth/setup.py": "",
+        "plugins/auth/auth_plugin/__init__.py": "def login():\n    return 1\n",
+        "plugins/auth/tests/test_login.py": (
+            "from auth_plugin import login\n\n\ndef test_login():\n    login()\n"
+        ),
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    assert calls_of(index) == {
+        (
+            "plugins/auth/tests/test_login.py:test_login",
+            "plugins/auth/auth_plugin/__init__.py:login",
+        )
+    }
+
+
+@pytest.mark.parametrize(
+    "marker", ["examples/shop/tests/conftest.py", "examples/tutorial/setup.py"]
+)
+def test_a_root_file_added_or_removed_in_an_index_is_a_fresh_build(repo: Path, marker: str) -> None:
+    """A setup.py or conftest.py edited into (or out of) a live index moves imports as a
+    build of the files as they then stand would."""
+    if marker.endswith("setup.py"):
+        (repo / "examples" / "tutorial" / "pyproject.toml").unlink()
+        (repo / marker).write_text("from setuptools import setup\n\nsetup()\n", encoding="utf-8")
+    text = (repo / marker).read_text(encoding="utf-8")
+    live = Index(repo, use_cache=False, workers=1)
+    live.build()
+    with_marker = calls_of(live)
+    (repo / marker).unlink()
+    live.remove_file(marker)
+    fresh = Index(repo, use_cache=False, workers=1)
+    fresh.build()
+    assert calls_of(live) == calls_of(fresh)
+    (repo / marker).write_text(text, encoding="utf-8")
+    live.update_file(marker, text)
+    again = Index(repo, use_cache=False, workers=1)
+    again.build()
+    assert calls_of(live) == calls_of(again) == with_marker

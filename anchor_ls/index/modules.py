@@ -25,10 +25,12 @@ class ModuleTable:
         self.dirs: set[str] = set()
         # When the indexed folder is itself a package (`django/`), `import django.x` lands inside.
         self.root_package = root_package
-        # Roots stated outside the Python files (project markers, pytest's pythonpath, the
-        # user's); those of conftest.py files are read off the files as they come and go.
+        # Roots stated outside the Python files (pyproject.toml, setup.cfg, pytest's
+        # pythonpath, the user's); those of setup.py and conftest.py files are read off the
+        # files as they come and go.
         self.roots = frozenset(roots) | {""}
         self._conftests: set[str] = set()
+        self._setups: set[str] = set()
         # Answers of resolve(): a file asks the same import once per name it reads of it.
         self._resolved: dict[tuple[str, int, str], str | None] = {}
         self._search: dict[str, tuple[str, ...]] = {}  # folder -> roots, in lookup order
@@ -39,8 +41,11 @@ class ModuleTable:
         self._resolved.clear()
         self._search.clear()
         self.files.add(relpath)
-        if posixpath.basename(relpath) == "conftest.py":
+        name = posixpath.basename(relpath)
+        if name == "conftest.py":
             self._conftests.add(relpath)
+        elif name == "setup.py":
+            self._setups.add(relpath)
         parent = posixpath.dirname(relpath)
         while parent and parent not in self.dirs:
             self.dirs.add(parent)
@@ -51,6 +56,7 @@ class ModuleTable:
         self._search.clear()
         self.files.discard(relpath)
         self._conftests.discard(relpath)
+        self._setups.discard(relpath)
 
     def is_package_dir(self, folder: str) -> bool:
         return f"{folder}/__init__.py" in self.files if folder else False
@@ -111,6 +117,7 @@ class ModuleTable:
         except KeyError:
             pass
         roots = self.roots | {self.source_root(c) for c in self._conftests}
+        roots |= {posixpath.dirname(s) for s in self._setups}
         near = sorted((r for r in roots if contains(r, importer)), key=_depth, reverse=True)
         order = [self.source_root(importer)]
         for root in [*near, *sorted(roots.difference(near))]:

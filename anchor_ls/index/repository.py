@@ -27,7 +27,7 @@ from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
 from anchor_ls.index.mro import mro_of
-from anchor_ls.index.roots import folders_of, project_roots, user_roots
+from anchor_ls.index.roots import folders_of, project_roots, states_a_root, user_roots
 from anchor_ls.index.shares import Shares
 from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
@@ -465,6 +465,8 @@ class Index:
         if relpath not in self.binder.summaries:
             return set()
         dependents = self._dependents(relpath, interface_changed=True)
+        if states_a_root(relpath):  # a source root less: any absolute import may move
+            dependents |= set(self.binder.summaries)
         before = self._edge_files(relpath)
         self.binder.drop_file(relpath)
         dependents |= self._dispatching_into(relpath, {relpath} | dependents)
@@ -866,6 +868,8 @@ class Index:
         stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
         is_package = rel.rpartition("/")[2] == "__init__.py"
         package = rel.removesuffix("__init__.py") if is_package else None
+        if states_a_root(rel):  # a new source root: any absolute import may move
+            return set(self.binder.summaries) - {rel}
         out = set()
         for path, summary in self.binder.summaries.items():
             if package is not None and path.startswith(package) and path != rel:

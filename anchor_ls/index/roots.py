@@ -25,11 +25,18 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-# A folder holding one of these is a project root (a package installed from there).
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg")
+# A folder holding one of these is a project root (a package installed from there); one
+# holding a setup.py too, which the module table reads off the indexed files.
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg")
 # Where pytest reads its `pythonpath` option: (file, section); pyproject's is a TOML table.
 _PYTEST_INI = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 _MAX_CONFIG_BYTES = 1 << 20
+
+
+def states_a_root(relpath: str) -> bool:
+    """Whether the file makes a source root of a folder by being there (a setup.py, a
+    conftest.py): adding or removing it changes where other files' imports land."""
+    return posixpath.basename(relpath) in ("setup.py", "conftest.py")
 
 
 def folders_of(relpaths: Iterable[str]) -> set[str]:
