@@ -57,6 +57,14 @@ def test_a_nested_project_tests_call_its_package(repo: Path) -> None:
     }
     assert calls == expected_calls()
     assert index.problems == {}
+    assert index.stats().source_roots == [
+        ".",
+        "examples/shop",
+        "examples/shop/tests",
+        "examples/tutorial",
+        "examples/tutorial/tests",
+        "tests/support",
+    ]
 
 
 def test_the_setting_adds_a_root_no_file_states(repo: Path) -> None:

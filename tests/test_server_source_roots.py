@@ -57,6 +57,7 @@ async def test_source_roots_from_options_then_changed_live(
     ed = await start(lsp, root, lsp.profile, options=options)  # type: ignore[attr-defined]
     stats = await ed.ready()
     assert stats["settings"]["sourceRoots"] == ["lib"]
+    assert "lib" in stats["folders"][0]["stats"]["source_roots"]
     assert "main" in await render_hint(ed)
     assert await incoming(ed, RENDER, "def render_all(") == {"tools/report.py:main"}
     # Found without the setting: the nested project's tests call its package.

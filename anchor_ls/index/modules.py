@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
-from anchor_ls.index.roots import contains
+from anchor_ls.index.roots import contains, stated_by_files, states_a_root
 
 
 class ModuleTable:
@@ -29,8 +29,7 @@ class ModuleTable:
         # pythonpath, the user's); those of setup.py and conftest.py files are read off the
         # files as they come and go.
         self.roots = frozenset(roots) | {""}
-        self._conftests: set[str] = set()
-        self._setups: set[str] = set()
+        self._markers: set[str] = set()  # the setup.py and conftest.py files
         # Answers of resolve(): a file asks the same import once per name it reads of it.
         self._resolved: dict[tuple[str, int, str], str | None] = {}
         self._search: dict[str, tuple[str, ...]] = {}  # folder -> roots, in lookup order
@@ -41,11 +40,8 @@ class ModuleTable:
         self._resolved.clear()
         self._search.clear()
         self.files.add(relpath)
-        name = posixpath.basename(relpath)
-        if name == "conftest.py":
-            self._conftests.add(relpath)
-        elif name == "setup.py":
-            self._setups.add(relpath)
+        if states_a_root(relpath):
+            self._markers.add(relpath)
         parent = posixpath.dirname(relpath)
         while parent and parent not in self.dirs:
             self.dirs.add(parent)
@@ -55,8 +51,7 @@ class ModuleTable:
         self._resolved.clear()
         self._search.clear()
         self.files.discard(relpath)
-        self._conftests.discard(relpath)
-        self._setups.discard(relpath)
+        self._markers.discard(relpath)
 
     def is_package_dir(self, folder: str) -> bool:
         return f"{folder}/__init__.py" in self.files if folder else False
@@ -116,8 +111,7 @@ class ModuleTable:
             return self._search[folder]
         except KeyError:
             pass
-        roots = self.roots | {self.source_root(c) for c in self._conftests}
-        roots |= {posixpath.dirname(s) for s in self._setups}
+        roots = self.roots | stated_by_files(self.files, self._markers)
         near = sorted((r for r in roots if contains(r, importer)), key=_depth, reverse=True)
         order = [self.source_root(importer)]
         for root in [*near, *sorted(roots.difference(near))]:

@@ -27,7 +27,13 @@ from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
 from anchor_ls.index.mro import mro_of
-from anchor_ls.index.roots import folders_of, project_roots, states_a_root, user_roots
+from anchor_ls.index.roots import (
+    folders_of,
+    project_roots,
+    stated_by_files,
+    states_a_root,
+    user_roots,
+)
 from anchor_ls.index.shares import Shares
 from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
@@ -1026,6 +1032,9 @@ class Index:
         for problem in self.problems.values():
             counts[problem.kind] = counts.get(problem.kind, 0) + 1
         stats.problems = dict(sorted(counts.items()))
+        markers = [rel for rel in self._hashes if states_a_root(rel)]
+        found = {"", *self.roots} | stated_by_files(self._hashes, markers)
+        stats.source_roots = sorted(root or "." for root in found)
         return stats
 
     def close(self) -> None:

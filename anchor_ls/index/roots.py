@@ -22,7 +22,7 @@ from __future__ import annotations
 import configparser
 import posixpath
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
 
 # A folder holding one of these is a project root (a package installed from there); one
@@ -37,6 +37,20 @@ def states_a_root(relpath: str) -> bool:
     """Whether the file makes a source root of a folder by being there (a setup.py, a
     conftest.py): adding or removing it changes where other files' imports land."""
     return posixpath.basename(relpath) in ("setup.py", "conftest.py")
+
+
+def stated_by_files(files: Container[str], markers: Iterable[str]) -> set[str]:
+    """The roots that setup.py and conftest.py files (`markers`, among `files`) make: a
+    setup.py's folder; the first folder above a conftest.py that is not a package (the
+    folder pytest puts on sys.path for it)."""
+    found = set()
+    for rel in markers:
+        folder = posixpath.dirname(rel)
+        if posixpath.basename(rel) == "conftest.py":
+            while folder and f"{folder}/__init__.py" in files:
+                folder = posixpath.dirname(folder)
+        found.add(folder)
+    return found
 
 
 def folders_of(relpaths: Iterable[str]) -> set[str]:
