@@ -82,7 +82,10 @@ class Index:
         self.problems: dict[str, Problem] = {}
         self.exclude = tuple(exclude)
         self.source_roots = tuple(source_roots)
-        self.roots: tuple[str, ...] = ()  # every source root of the last build but conftests'
+        # The source roots of the last build that pyproject.toml, setup.cfg, pytest's
+        # pythonpath and the user state (the module table adds the repository root and those
+        # of setup.py and conftest.py files, which come and go with the files).
+        self.roots: tuple[str, ...] = ()
         self.max_file_bytes = max_file_bytes
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._cache_dir = Path(cache_dir) if cache_dir else None
