@@ -7,21 +7,55 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from anchor_ls import __version__
 from anchor_ls.agent.queries import Queries, QueryError
+from anchor_ls.console import progress
 from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, Index
+from anchor_ls.index.cache import user_cache_folder
+from anchor_ls.index.files import python_files
+from anchor_ls.tags.policy import PolicyError
 
 
-def _index_for(args: argparse.Namespace, path: str) -> Index:
+def _refuse(message: str) -> NoReturn:
+    """A usage or I/O error: its message on stderr and exit 2 (as argparse does)."""
+    print(f"anchor-ls: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _folder(path: str) -> Path:
     root = Path(path)
+    if not root.exists():
+        _refuse(f"no such file or folder: {path}")
     if not root.is_dir():
-        raise SystemExit(f"anchor-ls: {path}: not a folder")
+        _refuse(f"not a folder: {path}")
+    return root
+
+
+def _has_python(root: Path, exclude: Sequence[str]) -> bool:
+    return any(isinstance(item, str) for item in python_files(root, exclude))
+
+
+def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) -> Index:
+    """The index of the folder at path, built with a progress bar on a terminal. A folder
+    without Python files is indexed without a cache: nothing is written for it."""
+    root = _folder(path)
+    exclude = tuple(args.exclude or ())
+    use_cache = _has_python(root, exclude)
+    if not use_cache:
+        print(
+            f"anchor-ls: warning: {path}: no Python files here; nothing to index", file=sys.stderr
+        )
     index = Index(
-        root, cache_dir=args.cache, exclude=args.exclude or (), source_roots=args.source_root or ()
+        root,
+        cache_dir=cache or args.cache,
+        exclude=exclude,
+        use_cache=use_cache,
+        source_roots=args.source_root or (),
     )
-    index.build()
+    with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
+        index.build(progress=step)
     return index
 
 
@@ -34,10 +68,15 @@ def _print_problems(index: Index) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from anchor_ls.tags.apply import describe, policy_for
+
     index = _index_for(args, args.path)
     _print_problems(index)
     stats = index.stats()
-    policy = _policy_choice(stats.mean_out_degree, args.max_items)
+    try:
+        policy = describe(policy_for(index.graph, "auto", args.max_items))
+    except PolicyError as err:
+        _refuse(str(err))
     if args.json:
         data = stats.as_dict()
         data["policy"] = policy
@@ -54,20 +93,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"call sites: {stats.call_sites} ({stats.resolved_binder} resolved, "
         f"{stats.external} outside the repository, {stats.unresolved} unresolved)"
     )
-    print(f"mean call out-degree: {stats.mean_out_degree:.2f}; hubs: {stats.hub_share:.1%}")
-    print(f"tag policy (auto): {policy}")
+    print(f"hubs: {stats.hub_share:.1%} of functions and methods")
+    print(f"tag policy: {policy}")
     if stats.problems:
         print("problems: " + ", ".join(f"{n} {k}" for k, n in stats.problems.items()))
     return 0
-
-
-def _policy_choice(mean_out_degree: float, max_items: int) -> str:
-    try:
-        from anchor_ls.tags.policy import resolve_policy
-    except ImportError:
-        return "topo" if mean_out_degree < 5 else "inv" if mean_out_degree > 8 else "topo-capped"
-    resolved = resolve_policy("auto", mean_out_degree, max_items)
-    return f"{resolved.name} (max {resolved.max_items} items; {resolved.reason})"
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -86,7 +116,7 @@ def _answer(args: argparse.Namespace, tool: str, ask: Callable[[Queries], dict])
 
     index = _index_for(args, args.path)
     try:
-        answer = ask(Queries(index, max_items=args.max_items))
+        answer = ask(Queries(index))
     except QueryError as err:
         if args.json:
             print(json.dumps(err.as_dict(), indent=2, ensure_ascii=False))
@@ -131,9 +161,7 @@ def cmd_related_tests(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from anchor_ls.agent.mcp_server import serve
 
-    root = Path(args.path)
-    if not root.is_dir():
-        raise SystemExit(f"anchor-ls: {args.path}: not a folder")
+    root = _folder(args.path)
     return serve(
         root,
         cache_dir=args.cache,
@@ -157,7 +185,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_tag(args: argparse.Namespace) -> int:
     from anchor_ls.tags import commands
 
-    return commands.tag(args, _index_for(args, args.path))
+    cache = args.cache
+    if args.out and not cache:  # a snapshot leaves its source as it was: no .anchor-ls in it
+        cache = str(user_cache_folder(_folder(args.path).resolve()))
+    index = _index_for(args, args.path, cache)
+    _print_problems(index)
+    return commands.tag(args, index)
 
 
 def cmd_strip(args: argparse.Namespace) -> int:
@@ -169,7 +202,13 @@ def cmd_strip(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from anchor_ls.tags import commands
 
-    return commands.check(args, _index_for(args, args.path))
+    index = _index_for(args, args.path)
+    _print_problems(index)
+    return commands.check(args, index)
+
+
+POLICY_HELP = "tag policy: auto (by the mean call out-degree), topo, inv or dense (default auto)"
+PATH_HELP = "the repository folder (default: the current folder)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -178,12 +217,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Who calls whom in a Python repository, as CodeAnchor tags.",
     )
     parser.add_argument("--version", action="version", version=f"anchor-ls {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, help="what to do")
 
     def indexed(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--cache", metavar="DIR", help="cache folder (default: PATH/.anchor-ls)")
-        p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matches")
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument(
+            "--cache", metavar="DIR", help="index cache folder (default: PATH/.anchor-ls)"
+        )
+        p.add_argument(
+            "--exclude",
+            action="append",
+            metavar="GLOB",
+            help="leave out files whose path relative to PATH matches (repeatable)",
+        )
         p.add_argument(
             "--source-root",
             action="append",
@@ -191,22 +237,37 @@ def build_parser() -> argparse.ArgumentParser:
             help="a folder absolute imports start from, relative to PATH (repeatable); "
             "nested projects, src/ layouts and conftest folders are found without it",
         )
-        p.add_argument("--max-items", type=int, default=8, help="entries per tag field")
         return p
 
+    def max_items(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "--max-items", type=int, default=8, metavar="N", help=f"{what} (default 8; 0: all)"
+        )
+
+    def quiet(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            help="no progress bar and no notes (warnings and errors still print)",
+        )
+
     p = sub.add_parser("serve", help="run the language server (stdio by default)")
-    p.add_argument("--tcp", metavar="HOST:PORT")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
     p.set_defaults(func=cmd_serve)
 
     p = indexed("index", "build or refresh the index; print statistics")
-    p.add_argument("path", nargs="?", default=".")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
+    p.add_argument("--json", action="store_true", help="the statistics as one JSON object")
+    max_items(p, "entries per tag field of the tag policy shown")
+    quiet(p)
     p.set_defaults(func=cmd_index)
 
     p = indexed("graph", "print the graph")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
     p.add_argument("--json", action="store_true", help="JSON (the only format)")
     p.add_argument("--pretty", action="store_true", help="indent the JSON")
+    quiet(p)
     p.set_defaults(func=cmd_graph)
 
     def query(name: str, help_text: str, func: Callable[[argparse.Namespace], int]) -> Any:
@@ -215,47 +276,61 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    target_help = "an entity id (pkg/mod.py:Class.method) or a suffix of one (method)"
     for name, func in (("callers", cmd_callers), ("callees", cmd_callees)):
         p = query(name, f"list the {name} of TARGET (an id or an id's suffix)", func)
-        p.add_argument("target")
-        p.add_argument("path", nargs="?", default=".")
+        p.add_argument("target", help=target_help)
+        p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
         p.add_argument("--depth", type=int, default=1, help="levels to follow (default 1)")
         p.add_argument("--limit", type=int, default=50, help="entries shown (default 50)")
 
     p = query("find", "find definitions by id, qualified name or name", cmd_find)
-    p.add_argument("query")
-    p.add_argument("path", nargs="?", default=".")
-    p.add_argument("--kind", choices=["module", "class", "function", "method", "constant"])
+    p.add_argument("query", help="an id, a qualified name, a name or a part of one")
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
+    p.add_argument(
+        "--kind",
+        choices=["module", "class", "function", "method", "constant"],
+        help="only definitions of this kind",
+    )
     p.add_argument("--limit", type=int, default=20, help="matches shown (default 20)")
 
     p = query("impact", "what can break if TARGET changes, and the tests that reach it", cmd_impact)
-    p.add_argument("target")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("target", help=target_help)
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
     p.add_argument("--depth", type=int, default=3, help="levels to follow (default 3)")
     p.add_argument("--limit", type=int, default=100, help="entries shown (default 100)")
 
     p = query("hierarchy", "a class's bases and subclasses; a method's overrides", cmd_hierarchy)
-    p.add_argument("target")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("target", help=target_help)
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
 
     p = query("outline", "every definition of FILE with its signature and tag fields", cmd_outline)
     p.add_argument("file", help="relative to PATH, or absolute inside it")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
 
     p = query("related-tests", "the tests that exercise TARGET", cmd_related_tests)
-    p.add_argument("target")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("target", help=target_help)
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
 
     p = indexed("mcp", "serve the queries to agents: an MCP server on stdio")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
+    max_items(p, "entries per field of the tags tool")
     p.set_defaults(func=cmd_mcp)
 
     p = indexed("tag", "materialize CodeAnchor tags: a snapshot (--out) or in place")
-    p.add_argument("path")
+    p.add_argument("path", help="the repository folder to tag")
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--out", metavar="DIR")
-    where.add_argument("--in-place", action="store_true")
-    p.add_argument("--policy", default="auto", choices=["auto", "topo", "inv", "dense"])
+    where.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write a tagged copy to DIR and leave PATH untouched (the index cache goes "
+        "to the user cache folder unless --cache says where)",
+    )
+    where.add_argument("--in-place", action="store_true", help="write the tags into PATH")
+    p.add_argument(
+        "--policy", default="auto", choices=["auto", "topo", "inv", "dense"], help=POLICY_HELP
+    )
+    max_items(p, "entries per tag field")
     p.add_argument(
         "--cross-file", action="store_true", help="only links to other files (smaller tags)"
     )
@@ -264,18 +339,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--force", action="store_true", help="write into a non-empty --out")
     p.add_argument("--include-git", action="store_true", help="copy .git into the snapshot")
+    quiet(p)
     p.set_defaults(func=cmd_tag)
 
     p = sub.add_parser("strip", help="remove every CodeAnchor block")
-    p.add_argument("path")
+    p.add_argument("path", help="a folder (every Python file under it) or one file")
+    quiet(p)
     p.set_defaults(func=cmd_strip)
 
-    p = indexed("check", "exit 1 where tag blocks are stale or malformed")
-    p.add_argument("path", nargs="?", default=".")
-    p.add_argument("--policy", default="auto", choices=["auto", "topo", "inv", "dense"])
+    p = indexed("check", "exit 1 where tag blocks are stale or damaged (2: could not check)")
+    p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
+    p.add_argument(
+        "--policy", default="auto", choices=["auto", "topo", "inv", "dense"], help=POLICY_HELP
+    )
+    max_items(p, "entries per tag field the tags were made with")
     p.add_argument("--require", action="store_true", help="flag definitions without blocks")
     p.add_argument("--cross-file", action="store_true", help="tags were made with --cross-file")
     p.add_argument("--tests", action="store_true", help="tags were made with --tests")
+    quiet(p)
     p.set_defaults(func=cmd_check)
     return parser
 

@@ -96,6 +96,32 @@ def test_callers_by_suffix_and_by_full_id(repo: Path) -> None:
     )
 
 
+def test_callers_lists_every_call_line_of_a_caller(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    calls = "\n".join(f"    ping({i})" for i in range(5))
+    (root / "pkg" / "m.py").write_text(
+        f"def ping(n):\n    return n\n\n\ndef busy():\n{calls}\n\n\ndef once():\n    ping(9)\n"
+    )
+    done = run("callers", "ping", str(root), "--cache", str(tmp_path / "c"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "pkg/m.py:busy\tpkg/m.py:6, 7, 8, 9, 10: ping(0)",
+        "pkg/m.py:once\tpkg/m.py:14: ping(9)",
+    ]
+
+
+def test_callers_and_callees_say_when_there_are_none(repo: Path) -> None:
+    cache = ["--cache", str(repo.parent / "c")]
+    nobody = run("callers", "test_empty_order_is_rejected", str(repo), *cache)
+    assert nobody.returncode == 0, nobody.stderr
+    assert nobody.stdout == "no callers of tests/test_service.py:test_empty_order_is_rejected\n"
+    nothing = run("callees", "Order.is_empty", str(repo), *cache)
+    assert nothing.returncode == 0
+    assert nothing.stdout == "no callees of pkg/models.py:Order.is_empty\n"
+
+
 def test_callees_of_a_method_by_suffix(repo: Path) -> None:
     done = run("callees", "CheckoutService.run", str(repo))
     assert done.returncode == 0, done.stderr
@@ -159,8 +185,9 @@ def test_a_path_that_is_not_a_folder_exits_nonzero_without_a_traceback(
     target = ["checkout"] if command == "callers" else []
     path = repo / where
     done = run(command, *target, str(path))
-    assert done.returncode != 0
-    assert "not a folder" in done.stderr and str(path) in done.stderr
+    assert done.returncode == 2
+    said = "no such file or folder" if where == "missing" else "not a folder"
+    assert done.stderr == f"anchor-ls: {said}: {path}\n"
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
 

@@ -281,6 +281,7 @@ class Queries:
         out: dict[str, Any] = {"sites": shown[:MAX_SITES]}
         if len(shown) > MAX_SITES:
             out["more_sites"] = len(shown) - MAX_SITES
+            out["more_lines"] = lines[MAX_SITES:]  # the text is left out, not the place
         return out
 
     # ----- callers and callees ------------------------------------------------

@@ -23,9 +23,10 @@ def _find(answer: dict[str, Any]) -> list[str]:
     return out + _omitted(answer)
 
 
-def _neighbours(answer: dict[str, Any]) -> list[str]:
+def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
     """One line per caller or callee, its id first (indented two spaces a level deeper),
-    then where it calls: `id<TAB>path:line: source`."""
+    then every line it calls on and the source of the first:
+    `id<TAB>path:line, line, line: source`."""
     out = []
     for level in answer["levels"]:
         pad = "  " * (level["depth"] - 1)
@@ -34,13 +35,14 @@ def _neighbours(answer: dict[str, Any]) -> list[str]:
             marks += " (test)" if item.get("test") else ""
             line = f"{pad}{item['id']}{marks}"
             if item["sites"]:
-                site = item["sites"][0]
-                line += f"\t{site['path']}:{site['line']}: {site['text']}"
-                more = len(item["sites"]) - 1 + item.get("more_sites", 0)
-                line += f" [+{more} more]" if more else ""
+                first = item["sites"][0]
+                lines = [site["line"] for site in item["sites"]] + item.get("more_lines", [])
+                line += f"\t{first['path']}:{', '.join(map(str, lines))}: {first['text']}"
             if "via" in item:
                 line += f"\t(via {item['via']})"
             out.append(line)
+    if not out:
+        out.append(f"no {noun} of {answer['symbol']}")
     return out + _omitted(answer)
 
 
@@ -126,8 +128,8 @@ def _stats(answer: dict[str, Any]) -> list[str]:
 
 _RENDERERS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "find_symbol": _find,
-    "callers": _neighbours,
-    "callees": _neighbours,
+    "callers": lambda answer: _neighbours(answer, "callers"),
+    "callees": lambda answer: _neighbours(answer, "callees"),
     "impact": _impact,
     "hierarchy": _hierarchy,
     "outline": _outline,

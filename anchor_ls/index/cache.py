@@ -51,6 +51,13 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def user_cache_folder(root: Path) -> Path:
+    """The folder in the user cache that belongs to the repository at root (resolved): for
+    a root that cannot be written, and for snapshots that must leave the source as it is."""
+    digest = hashlib.sha1(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return Path(platformdirs.user_cache_dir("anchor-ls")) / f"{root.name}-{digest}"
+
+
 def default_cache_dir(root: Path) -> Path:
     """<root>/.anchor-ls when writable, else a per-repository folder in the user cache."""
     preferred = root / ".anchor-ls"
@@ -64,8 +71,7 @@ def default_cache_dir(root: Path) -> Path:
         probe.unlink()
         return preferred
     except OSError:
-        digest = hashlib.sha1(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        fallback = Path(platformdirs.user_cache_dir("anchor-ls")) / f"{root.name}-{digest}"
+        fallback = user_cache_folder(root)
         fallback.mkdir(parents=True, exist_ok=True)
         return fallback
 

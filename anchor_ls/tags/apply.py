@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from anchor_ls.index.model import Graph
+from anchor_ls.index.repository import Progress
 from anchor_ls.index.stats import graph_figures
 from anchor_ls.tags import text
 from anchor_ls.tags.files import (
@@ -47,7 +48,8 @@ class Report:
     """What a tag command did: files changed (stale, for check) and problems found.
 
     `problems` lines read "relpath:line: message"; `ok` is False when check found
-    anything or a file could not be handled.
+    anything or a file could not be handled. `unread` names the files the command could
+    not read as they were indexed (check cannot vouch for them: exit 2, not 1).
     """
 
     action: str
@@ -56,6 +58,7 @@ class Report:
     changed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -65,6 +68,10 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        """0 done; 1 problems (check: stale or damaged blocks only); 2 for a check that
+        could not read a file (an I/O error, not a verdict on its tags)."""
+        if self.action == "check":
+            return 2 if self.unread else 1 if self.changed else 0
         return 0 if self.ok else 1
 
     def problem(self, relpath: str, line: int, message: str) -> None:
@@ -83,11 +90,15 @@ class Report:
         if self.problems:
             summary += f", {len(self.problems)} problems"
         if self.policy is not None:
-            summary += f" (policy {self.policy.name}, max {self.policy.max_items or 'all'}; "
-            summary += f"{self.policy.reason})"
+            summary += f" (policy {describe(self.policy)})"
         out.extend(self.notes)
         out.append(summary)
         return out
+
+
+def describe(policy: ResolvedPolicy) -> str:
+    """A policy as every command prints it: `topo, max 8; auto: mean call out-degree ...`."""
+    return f"{policy.name}, max {policy.max_items or 'all'}; {policy.reason}"
 
 
 # ----- one file -------------------------------------------------------------
@@ -96,7 +107,8 @@ class Report:
 def policy_for(
     graph: Graph, name: str, max_items: int, *, cross_file: bool = False, tests: bool = False
 ) -> ResolvedPolicy:
-    """resolve_policy with the graph's mean call out-degree (what auto needs)."""
+    """resolve_policy with the graph's mean call out-degree (what auto needs): the one place
+    the commands take it from, so `index`, `tag` and `check` print the same figure."""
     with graph.lock:
         mean_out, _hubs = graph_figures(graph)
     return resolve_policy(name, mean_out, max_items, cross_file=cross_file, tests=tests)
@@ -170,9 +182,11 @@ def _read_indexed(index: IndexLike, relpath: str, report: Report) -> bytes | Non
         data = path.read_bytes()
     except OSError as err:
         report.problem(relpath, 0, f"unreadable: {err.strerror or err}")
+        report.unread.append(relpath)
         return None
     if data != indexed:
         report.problem(relpath, 0, "changed since it was indexed; skipped (index again)")
+        report.unread.append(relpath)
         return None
     return data
 
@@ -182,10 +196,19 @@ def _add_notes(report: Report, relpath: str, result: text.Materialized) -> None:
         report.problem(relpath, line, message)
 
 
-def tag_tree_in_place(index: IndexLike, policy: ResolvedPolicy) -> Report:
+def _step(progress: Progress | None, done: int, total: int, relpath: str) -> None:
+    if progress is not None:
+        progress(done, total, relpath)
+
+
+def tag_tree_in_place(
+    index: IndexLike, policy: ResolvedPolicy, progress: Progress | None = None
+) -> Report:
     """Materialize tags into every indexed file; a file already up to date is not touched."""
     report = Report("tag", policy)
-    for relpath in index.graph.files():
+    files = index.graph.files()
+    for done, relpath in enumerate(files, 1):
+        _step(progress, done, len(files), relpath)
         data = _read_indexed(index, relpath, report)
         if data is None:
             continue
@@ -206,7 +229,7 @@ def tag_tree_in_place(index: IndexLike, policy: ResolvedPolicy) -> Report:
     return report
 
 
-def strip_tree(root: str | Path) -> Report:
+def strip_tree(root: str | Path, progress: Progress | None = None) -> Report:
     """Remove every tag block from the Python files under root (or from one file).
 
     A block's id may name its file by any trailing part of the file's path, so a
@@ -223,7 +246,8 @@ def strip_tree(root: str | Path) -> Report:
         targets = [
             (e.relpath, e.path) for e in walk(root) if e.kind == "file" and is_python(e.relpath)
         ]
-    for relpath, path in targets:
+    for done, (relpath, path) in enumerate(targets, 1):
+        _step(progress, done, len(targets), relpath)
         report.files += 1
         try:
             data = path.read_bytes()
@@ -249,10 +273,17 @@ def strip_tree(root: str | Path) -> Report:
     return report
 
 
-def check_tree(index: IndexLike, policy: ResolvedPolicy, require: bool = False) -> Report:
+def check_tree(
+    index: IndexLike,
+    policy: ResolvedPolicy,
+    require: bool = False,
+    progress: Progress | None = None,
+) -> Report:
     """Every indexed file whose blocks differ from what would be generated now."""
     report = Report("check", policy)
-    for relpath in index.graph.files():
+    files = index.graph.files()
+    for done, relpath in enumerate(files, 1):
+        _step(progress, done, len(files), relpath)
         data = _read_indexed(index, relpath, report)
         if data is None:
             continue
@@ -274,11 +305,13 @@ def export_snapshot(
     policy: ResolvedPolicy,
     force: bool = False,
     include_git: bool = False,
+    progress: Progress | None = None,
 ) -> Report:
     """Copy the tree to out_dir with tags in every indexed Python file.
 
     Symlinks are copied as links (never followed), `.git` is left out unless asked, and
-    nothing is written outside out_dir. Raises TagError for a refused run: out_dir holds
+    nothing is written outside out_dir; `progress` counts the indexed Python files. Raises
+    TagError for a refused run: out_dir holds
     the tree or is inside it (however spelled), exists as a file, or is not empty
     without `force`.
     """
@@ -292,6 +325,7 @@ def export_snapshot(
     python_files = set(index.graph.files())
     dir_modes: list[tuple[Path, int]] = []
     made: set[Path] = {out}  # folders this run made (or checked): never symlinks
+    tagged = 0
     for entry in walk(root, skip=skip, prune=out):
         target = out / entry.relpath
         if target.parent not in made:
@@ -308,6 +342,8 @@ def export_snapshot(
             elif entry.kind == "file":
                 report.files += 1
                 if entry.relpath in python_files:
+                    tagged += 1
+                    _step(progress, tagged, len(python_files), entry.relpath)
                     _export_python(index, entry.relpath, entry.path, target, policy, report)
                 else:
                     _clear(target)

@@ -1,7 +1,8 @@
 """The `tag`, `strip` and `check` subcommands: argparse namespaces in, printed report, exit code.
 
-Exit codes: 0 done (check: up to date), 1 problems found (check: stale or malformed
-blocks), 2 a refused run (bad output folder, bad policy or cap, missing path).
+Exit codes: 0 done (check: up to date), 1 problems found (check: only stale or damaged
+blocks), 2 a refused run (bad output folder, bad policy or cap, missing path) or, for
+check, a file it could not read (an I/O error says nothing about the tags).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from anchor_ls.console import progress
+from anchor_ls.index import Index
 from anchor_ls.tags.apply import (
-    IndexLike,
     Report,
     TagError,
     check_tree,
@@ -22,19 +24,25 @@ from anchor_ls.tags.apply import (
 )
 from anchor_ls.tags.policy import PolicyError, ResolvedPolicy
 
+# Index problems that mean a Python file could not be read at all (check cannot vouch for it)
+UNREAD_KINDS = frozenset({"unreadable", "vanished", "symlink-loop"})
+
 
 def _fail(message: str) -> int:
     print(f"anchor-ls: {message}", file=sys.stderr)
     return 2
 
 
-def _print(report: Report) -> int:
+def _print(report: Report, quiet: bool) -> int:
+    """The report's lines on stdout; its notes left out when quiet."""
+    notes = set(report.notes) if quiet else set()
     for line in report.lines():
-        print(line)
+        if line not in notes:
+            print(line)
     return report.exit_code
 
 
-def _policy(args: argparse.Namespace, index: IndexLike) -> ResolvedPolicy:
+def _policy(args: argparse.Namespace, index: Index) -> ResolvedPolicy:
     return policy_for(
         index.graph,
         getattr(args, "policy", "auto"),
@@ -44,28 +52,41 @@ def _policy(args: argparse.Namespace, index: IndexLike) -> ResolvedPolicy:
     )
 
 
-def tag(args: argparse.Namespace, index: IndexLike) -> int:
+def tag(args: argparse.Namespace, index: Index) -> int:
     try:
         policy = _policy(args, index)
-        if args.in_place:
-            return _print(tag_tree_in_place(index, policy))
-        return _print(
-            export_snapshot(index, args.out, policy, force=args.force, include_git=args.include_git)
-        )
+        with progress("tagging", quiet=args.quiet) as step:
+            if args.in_place:
+                report = tag_tree_in_place(index, policy, progress=step)
+            else:
+                report = export_snapshot(
+                    index,
+                    args.out,
+                    policy,
+                    force=args.force,
+                    include_git=args.include_git,
+                    progress=step,
+                )
     except (PolicyError, TagError) as err:
         return _fail(str(err))
+    return _print(report, args.quiet)
 
 
 def strip(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists() and not path.is_symlink():
-        return _fail(f"{args.path}: no such file or folder")
-    return _print(strip_tree(path))
+        return _fail(f"no such file or folder: {args.path}")
+    with progress("stripping", quiet=args.quiet) as step:
+        report = strip_tree(path, progress=step)
+    return _print(report, args.quiet)
 
 
-def check(args: argparse.Namespace, index: IndexLike) -> int:
+def check(args: argparse.Namespace, index: Index) -> int:
     try:
         policy = _policy(args, index)
     except PolicyError as err:
         return _fail(str(err))
-    return _print(check_tree(index, policy, require=args.require))
+    with progress("checking", quiet=args.quiet) as step:
+        report = check_tree(index, policy, require=args.require, progress=step)
+    report.unread += sorted(p.path for p in index.problems.values() if p.kind in UNREAD_KINDS)
+    return _print(report, args.quiet)

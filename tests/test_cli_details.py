@@ -1,0 +1,206 @@
+"""What a new user of the command line meets: help for every option, clear messages for a
+missing path, exit codes a script can rely on, one figure for the tag policy, and a
+`tag --out` that leaves its source as it was."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.cli import build_parser
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    return root
+
+
+@pytest.fixture
+def user_cache(tmp_path: Path) -> Path:
+    return tmp_path / "user-cache"
+
+
+def run(user_cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "anchor_ls", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(user_cache)},
+        timeout=300,
+    )
+
+
+def tree(root: Path) -> dict[str, tuple]:
+    """Every entry under root with its bytes (or link target), mode and mtime."""
+    found: dict[str, tuple] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder, name)
+            st = path.lstat()
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                found[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                found[rel] = ("dir", stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+            else:
+                found[rel] = (path.read_bytes(), stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+    return found
+
+
+# ----- the parser -------------------------------------------------------------------
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_option_of_every_subcommand_has_help() -> None:
+    parser = build_parser()
+    missing = [a.dest for a in parser._actions if not a.help]
+    for name, sub in subcommands().items():
+        missing += [f"{name} {a.option_strings or a.dest}" for a in sub._actions if not a.help]
+    assert missing == []
+
+
+def test_max_items_is_offered_only_where_it_changes_something() -> None:
+    offering = {
+        name
+        for name, sub in subcommands().items()
+        if any("--max-items" in a.option_strings for a in sub._actions)
+    }
+    # the policy index prints, the tags tag and check write or compare, MCP's tags tool
+    assert offering == {"index", "tag", "check", "mcp"}
+
+
+# ----- paths ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["index", "graph", "callers", "tag", "check", "strip"])
+def test_a_missing_path_says_no_such_file_or_folder_and_exits_2(
+    tmp_path: Path, user_cache: Path, command: str
+) -> None:
+    missing = str(tmp_path / "nowhere")
+    args = {
+        "callers": ["callers", "checkout", missing],
+        "tag": ["tag", missing, "--out", str(tmp_path / "snap")],
+    }.get(command, [command, missing])
+    done = run(user_cache, *args)
+    assert done.returncode == 2
+    assert done.stderr == f"anchor-ls: no such file or folder: {missing}\n"
+    assert done.stdout == ""
+    assert not (tmp_path / "snap").exists()
+
+
+def test_a_file_where_a_folder_is_needed_says_not_a_folder(repo: Path, user_cache: Path) -> None:
+    where = str(repo / "pkg" / "service.py")
+    done = run(user_cache, "index", where)
+    assert done.returncode == 2
+    assert done.stderr == f"anchor-ls: not a folder: {where}\n"
+
+
+# ----- check's exit codes -----------------------------------------------------------
+
+
+def test_check_exits_1_only_for_stale_or_damaged_tags(repo: Path, user_cache: Path) -> None:
+    cache = ["--cache", str(repo.parent / "c")]
+    assert run(user_cache, "tag", str(repo), "--in-place", *cache).returncode == 0
+    assert run(user_cache, "check", str(repo), *cache).returncode == 0
+    service = repo / "pkg" / "service.py"
+    service.write_text(service.read_text().replace("# CALLED_BY: ", "# CALLED_BY: x, ", 1))
+    stale = run(user_cache, "check", str(repo), *cache)
+    assert stale.returncode == 1
+    assert stale.stdout.splitlines()[-1].startswith("check: 1 of 9 files stale")
+
+
+def test_check_exits_2_for_usage_and_io_errors(repo: Path, user_cache: Path) -> None:
+    cache = ["--cache", str(repo.parent / "c")]
+    assert run(user_cache, "check", str(repo), "--max-items", "-1", *cache).returncode == 2
+    assert run(user_cache, "check", str(repo), "--policy", "nope", *cache).returncode == 2
+    assert run(user_cache, "check", str(repo / "nowhere"), *cache).returncode == 2
+    # A Python file that cannot be read (a pipe here; any I/O error): the tags of the rest
+    # are fine, but check cannot vouch for it.
+    os.mkfifo(repo / "pkg" / "pipe.py")
+    unread = run(user_cache, "check", str(repo), *cache)
+    assert unread.returncode == 2
+    assert "pkg/pipe.py: unreadable: not a regular file" in unread.stderr
+    # ...and it wins over stale tags: the run could not check everything
+    assert run(user_cache, "check", str(repo), "--require", *cache).returncode == 2
+
+
+# ----- the policy figure ------------------------------------------------------------
+
+
+def test_index_tag_and_check_print_the_same_policy_and_mean_out_degree(
+    repo: Path, tmp_path: Path, user_cache: Path
+) -> None:
+    cache = ["--cache", str(tmp_path / "c")]
+    index = run(user_cache, "index", str(repo), *cache).stdout
+    tag = run(user_cache, "tag", str(repo), "--out", str(tmp_path / "snap"), *cache).stdout
+    check = run(user_cache, "check", str(repo), *cache).stdout
+    shown = [
+        re.search(r"policy:? (\w+, max \d+; auto: mean call out-degree [\d.]+ .*?: \w+)", text)
+        for text in (index, tag, check)
+    ]
+    assert all(shown), (index, tag, check)
+    assert len({m.group(1) for m in shown if m}) == 1
+    assert index.count("out-degree") == 1  # the figure once, as the policy says it
+
+
+# ----- tag --out --------------------------------------------------------------------
+
+
+def test_tag_out_leaves_the_source_tree_untouched(
+    repo: Path, tmp_path: Path, user_cache: Path
+) -> None:
+    before = tree(repo)
+    done = run(user_cache, "tag", str(repo), "--out", str(tmp_path / "snap"))
+    assert done.returncode == 0, done.stderr
+    assert tree(repo) == before  # no .anchor-ls, not a byte or a time changed
+    caches = [p for p in (user_cache / "anchor-ls").iterdir() if p.is_dir()]
+    assert [p.name.startswith("example-") for p in caches] == [True]
+    assert (caches[0] / "index.sqlite3").is_file()
+    again = run(user_cache, "tag", str(repo), "--out", str(tmp_path / "snap"), "--force")
+    assert again.returncode == 0 and tree(repo) == before
+    assert [p for p in (user_cache / "anchor-ls").iterdir() if p.is_dir()] == caches
+
+
+def test_tag_out_with_cache_puts_the_cache_there(
+    repo: Path, tmp_path: Path, user_cache: Path
+) -> None:
+    before = tree(repo)
+    cache = tmp_path / "mine"
+    done = run(user_cache, "tag", str(repo), "--out", str(tmp_path / "snap"), "--cache", str(cache))
+    assert done.returncode == 0, done.stderr
+    assert (cache / "index.sqlite3").is_file() and tree(repo) == before
+
+
+def test_a_folder_without_python_files_is_warned_about_and_gets_no_cache(
+    tmp_path: Path, user_cache: Path
+) -> None:
+    source = tmp_path / "notes"
+    source.mkdir()
+    (source / "README.txt").write_text("no code here\n")
+    before = tree(source)
+    done = run(user_cache, "tag", str(source), "--out", str(tmp_path / "snap"))
+    assert done.returncode == 0, done.stderr
+    assert f"anchor-ls: warning: {source}: no Python files here" in done.stderr
+    assert tree(source) == before
+    assert not user_cache.exists()  # no cache folder, no key: nothing anywhere
+    assert (tmp_path / "snap" / "README.txt").read_text() == "no code here\n"
+    indexed = run(user_cache, "index", str(source))
+    assert "no Python files here" in indexed.stderr
+    assert tree(source) == before and not user_cache.exists()
