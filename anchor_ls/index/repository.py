@@ -27,6 +27,13 @@ from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
 from anchor_ls.index.mro import mro_of
+from anchor_ls.index.roots import (
+    folders_of,
+    project_roots,
+    stated_by_files,
+    states_a_root,
+    user_roots,
+)
 from anchor_ls.index.shares import Shares
 from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
@@ -67,11 +74,19 @@ class Index:
         use_cache: bool = True,
         max_file_bytes: int = MAX_FILE_BYTES,
         workers: int | None = None,
+        source_roots: Sequence[str] = (),
     ) -> None:
+        """source_roots: folders absolute imports start from that no file states (relative
+        to root, or absolute inside it); those the files state are found (index/roots.py)."""
         self.root = Path(root).resolve()
         self.graph = Graph(str(self.root))
         self.problems: dict[str, Problem] = {}
         self.exclude = tuple(exclude)
+        self.source_roots = tuple(source_roots)
+        # The source roots of the last build that pyproject.toml, setup.cfg, pytest's
+        # pythonpath and the user state (the module table adds the repository root and those
+        # of setup.py and conftest.py files, which come and go with the files).
+        self.roots: tuple[str, ...] = ()
         self.max_file_bytes = max_file_bytes
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._cache_dir = Path(cache_dir) if cache_dir else None
@@ -142,6 +157,7 @@ class Index:
                 self._problem(item.path, item.kind, item.message)
             else:
                 relpaths.append(item)
+        self.roots = self._find_roots(relpaths)
         for rel in relpaths:
             data = self._read(rel)
             if data is not None:
@@ -166,7 +182,7 @@ class Index:
         with ThreadPoolExecutor(1) as writer:
             stored = writer.submit(cache.store_summaries, fresh) if cache is not None else None
             self._sources.pack()
-            self.binder.set_files(summaries, self.root.name)
+            self.binder.set_files(summaries, self.root.name, self.roots)
             self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
             self.binder.warm()
             if stored is not None:
@@ -205,6 +221,17 @@ class Index:
             cache.store_derived(name, self._built, blob)
             self._note_cache(cache)
             return True
+
+    def _find_roots(self, relpaths: list[str]) -> tuple[str, ...]:
+        """The source roots the repository's files state and those the user named, but
+        the repository root (always one); their problems are reported."""
+        found, problems = project_roots(self.root, folders_of(relpaths))
+        named, unused = user_roots(self.root, self.source_roots)
+        for path, message in problems:
+            self._problem(path, "config", message)
+        for path, message in unused:
+            self._problem(path, "source-root", message)
+        return tuple(sorted((set(found) | set(named)) - {""}))
 
     def _read(self, rel: str) -> bytes | None:
         # O_NONBLOCK: opening a FIFO named x.py must not wait for a writer forever.
@@ -264,6 +291,8 @@ class Index:
     def _fingerprint(self) -> str:
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{__version__}\0{self.exclude}\0{self.max_file_bytes}".encode())
+        if self.roots:  # absent without nested roots: such a repository's caches stay valid
+            h.update(f"\0roots\0{self.roots}".encode("utf-8", "surrogateescape"))
         for rel in sorted(self._hashes):
             h.update(f"\0{rel}\0{self._hashes[rel]}".encode("utf-8", "surrogateescape"))
         return h.hexdigest()
@@ -338,7 +367,9 @@ class Index:
         only the functions whose parameters learned new values are read again."""
         context = _pool_context(len(paths)) if self.workers > 1 else None
         cache = self._open_cache()
-        origin = (cache.path.parent, dict(self._hashes), self.root.name) if cache else None
+        origin = None
+        if cache is not None:
+            origin = (cache.path.parent, dict(self._hashes), self.root.name, self.roots)
         n, done = len(paths), 0
 
         def on_file(rel: str) -> None:
@@ -444,6 +475,8 @@ class Index:
         if relpath not in self.binder.summaries:
             return set()
         dependents = self._dependents(relpath, interface_changed=True)
+        if states_a_root(relpath):  # a source root less: any absolute import may move
+            dependents |= set(self.binder.summaries)
         before = self._edge_files(relpath)
         self.binder.drop_file(relpath)
         dependents |= self._dispatching_into(relpath, {relpath} | dependents)
@@ -845,6 +878,8 @@ class Index:
         stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
         is_package = rel.rpartition("/")[2] == "__init__.py"
         package = rel.removesuffix("__init__.py") if is_package else None
+        if states_a_root(rel):  # a new source root: any absolute import may move
+            return set(self.binder.summaries) - {rel}
         out = set()
         for path, summary in self.binder.summaries.items():
             if package is not None and path.startswith(package) and path != rel:
@@ -961,7 +996,7 @@ class Index:
             self._build(None)
             return
         self.binder = Binder()
-        self.binder.set_files(summaries, self.root.name)
+        self.binder.set_files(summaries, self.root.name, self.roots)
         self.binder.restore_passed(contrib)
         self._facts = facts
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
@@ -1001,6 +1036,9 @@ class Index:
         for problem in self.problems.values():
             counts[problem.kind] = counts.get(problem.kind, 0) + 1
         stats.problems = dict(sorted(counts.items()))
+        markers = [rel for rel in self._hashes if states_a_root(rel)]
+        found = {"", *self.roots} | stated_by_files(self._hashes, markers)
+        stats.source_roots = sorted(root or "." for root in found)
         return stats
 
     def close(self) -> None:
