@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_server_support import ROOT, hint_on, label_text, line_of, lsp, start
+from support.lsp import ROOT, hint_on, label_text, line_of, lsp, start
 
 __all__ = ["lsp"]
 
