@@ -26,6 +26,10 @@ CONST_REF = "const_ref"  # -> another module's constant
 CONFIG_USAGE = "config_usage"  # -> the setting's constant, else setting:NAME
 TEST_REF = "test_ref"  # a test -> what it exercises, directly or through one helper
 DENSE_KINDS = (CONFIG_USAGE, ENV_VAR, CONST_REF, IO_DEP, TEST_REF, REFERENCES)
+# A module -> MAIN_TARGET, its sites the module's `if __name__ == "__main__":` blocks: the
+# demo or script code that capped lists rank last (anchor_ls.tags.rank).
+MAIN_BLOCK = "main_block"
+MAIN_TARGET = "main:__main__"
 
 ENTITY_KINDS = ("module", "class", "function", "method", "constant")
 

@@ -116,6 +116,9 @@ class FileSummary:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
     # module-level UPPER_CASE assignments: (name, line, end_line, name span)
     constants: list[tuple[str, int, int, Span]] = field(default_factory=list)
+    # module-level `if __name__ == "__main__":` blocks, from the `if` to the end of its body
+    # (not its else): demo code, ranked after the rest where lists are capped
+    main_blocks: list[Span] = field(default_factory=list)
     encoding: str = "utf-8"
     bodies: bytes | None = None  # the scopes' bodies, pickled, once packed
     words: bytes = b""  # the words of the text, hashed (see parse.words_sketch)
