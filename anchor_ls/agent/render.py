@@ -23,7 +23,7 @@ def _find(answer: dict[str, Any]) -> list[str]:
     return out + _omitted(answer)
 
 
-def _neighbours(answer: dict[str, Any]) -> list[str]:
+def _neighbours(answer: dict[str, Any], noun: str = "callers") -> list[str]:
     """One line per caller or callee, its id first (indented two spaces a level deeper),
     then where it calls: `id<TAB>path:line: source`."""
     out = []
@@ -32,6 +32,7 @@ def _neighbours(answer: dict[str, Any]) -> list[str]:
         for item in level["items"]:
             marks = "" if item["relation"] == "call" else " (reference)"
             marks += " (test)" if item.get("test") else ""
+            marks += " (demo)" if item.get("demo") else ""
             line = f"{pad}{item['id']}{marks}"
             if item["sites"]:
                 site = item["sites"][0]
@@ -41,7 +42,16 @@ def _neighbours(answer: dict[str, Any]) -> list[str]:
             if "via" in item:
                 line += f"\t(via {item['via']})"
             out.append(line)
-    return out + _omitted(answer)
+    return out + _omitted(answer) + [_counts(answer, noun)]
+
+
+def _counts(answer: dict[str, Any], noun: str) -> str:
+    """`4 callers · 1 test (1 of them demo code)`: what the lines list, by role, so that a
+    capped answer still says how many there are."""
+    tests, demo = answer.get("in_tests", 0), answer.get("in_demo", 0)
+    line = f"{answer['total'] - tests} {noun}"
+    line += f" · {tests} test{'s' if tests != 1 else ''}" if tests else ""
+    return line + (f" ({demo} of them demo code)" if demo else "")
 
 
 def _impact(answer: dict[str, Any]) -> list[str]:
@@ -127,7 +137,7 @@ def _stats(answer: dict[str, Any]) -> list[str]:
 _RENDERERS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "find_symbol": _find,
     "callers": _neighbours,
-    "callees": _neighbours,
+    "callees": lambda answer: _neighbours(answer, "callees"),
     "impact": _impact,
     "hierarchy": _hierarchy,
     "outline": _outline,

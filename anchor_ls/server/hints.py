@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from anchor_ls.index import Entity, Graph
 from anchor_ls.index.model import path_of
-from anchor_ls.server.fields import look, related, short_name, shown_fields
+from anchor_ls.server.fields import look, other_side_count, related, short_name, shown_fields
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hintstore import NO_HINTS, FileHints
 from anchor_ls.server.positions import LineTable, bytes_to_units
@@ -92,7 +92,9 @@ def header_line(table: LineTable, entity: Entity) -> int:
 def tooltip(
     graph: Graph, policy: ResolvedPolicy, entity: Entity, fields: list[str]
 ) -> dict[str, str]:
-    """Markdown with the full lists behind a hint (the label is capped, this at TOOLTIP_ITEMS)."""
+    """Markdown with the full lists behind a hint (the label is capped, this at TOOLTIP_ITEMS),
+    in rank order, and what each leaves out: `+33 test callers not shown; 4 more callers cut
+    at maxItems (8)`."""
     parts = [f"**{entity.kind} `{entity.id}`**"]
     for name in fields:
         items = related(graph, policy, name, entity.id)
@@ -101,8 +103,23 @@ def tooltip(
         listed = "\n".join(f"- `{item}`" for item in items[:TOOLTIP_ITEMS])
         rest = len(items) - min(len(items), TOOLTIP_ITEMS)
         tail = f"\n- … and {rest} more" if rest else ""
-        parts.append(f"**{name}** ({len(items)})\n{listed}{tail}")
+        other, other_noun = other_side_count(graph, name, entity.id)
+        count = f"{len(items)} · {other} {other_noun}" if other else f"{len(items)}"
+        note = _left_out(name, len(items), other, other_noun, policy.max_items)
+        parts.append(f"**{name}** ({count})\n{listed}{tail}{note}")
     return {"kind": "markdown", "value": "\n\n".join(parts)}
+
+
+def _left_out(field: str, count: int, other: int, other_noun: str, max_items: int) -> str:
+    """The line under a field's list that says what the hint's label does not show."""
+    noun = look(field).many
+    told = []
+    if other:
+        where = f"test {noun}" if other_noun == "tests" else f"{noun} {other_noun}"
+        told.append(f"+{other} {where} not shown")
+    if max_items and count > max_items:
+        told.append(f"{count - max_items} more {noun} cut at maxItems ({max_items})")
+    return f"\n\n_{'; '.join(told)}_" if told else ""
 
 
 _COMMA = json.dumps({"value": ", "})
@@ -120,9 +137,11 @@ def _label(
     shown: list[TagField],
     encoding: str | None,
     names: dict[str, str],
+    entity_id: str,
 ) -> str:
     """Label parts as JSON: a symbol per field, then names that link to their definitions
-    (no links when encoding is None: the client resolves them).
+    (no links when encoding is None: the client resolves them). A cut field ends with its
+    count, and what it leaves across the test boundary: `[+4 more · 33 tests]`.
 
     `names` keeps the JSON of each id's part already made for this file (ids repeat).
     """
@@ -137,7 +156,9 @@ def _label(
                 part = names[entry] = _name_part(folder, graph, entry, encoding)
             parts.append(part)
         if field.more:
-            parts.append(json.dumps({"value": f" [+{field.more} more]"}))
+            other, other_noun = other_side_count(graph, field.name, entity_id)
+            also = f" · {other} {other_noun}" if other else ""
+            parts.append(json.dumps({"value": f" [+{field.more} more{also}]"}))
     return "[" + ", ".join(parts) + "]"
 
 
@@ -197,7 +218,7 @@ def file_hints(folder: Folder, relpath: str, form: HintForm) -> FileHints:
                 (
                     row,
                     f'{{"position": {{"line": {row}, "character": {character}}}, '
-                    f'"label": {_label(folder, graph, shown, links, names)}, '
+                    f'"label": {_label(folder, graph, shown, links, names, entity.id)}, '
                     f'"paddingLeft": true, {", ".join(extra)}}}',
                 )
             )
@@ -219,5 +240,5 @@ def resolve_hint(folder: Folder, entity_id: str, form: HintForm) -> dict[str, An
         shown = fields_for(graph, entity_id, policy)
         found: dict[str, Any] = {"tooltip": tooltip(graph, policy, entity, [f.name for f in shown])}
         if form.lazy_locations and shown:
-            found["label"] = json.loads(_label(folder, graph, shown, form.encoding, {}))
+            found["label"] = json.loads(_label(folder, graph, shown, form.encoding, {}, entity_id))
         return found
