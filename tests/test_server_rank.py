@@ -56,3 +56,26 @@ async def test_hints_and_lenses_rank_and_count_test_callers_apart(
                 _uri, _position, locations = resolved.command.arguments  # type: ignore[misc]
                 assert len(locations) == CALLERS
     assert titles == [f"{CALLERS} callers · {len(TESTS)} tests"]
+
+
+async def test_a_change_to_a_cut_callers_file_reranks_the_kept_hint(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Dropping lib/aaa_demo.py's `__main__` guard makes its code production: `inner` (one
+    caller) now ranks before `omega` (one caller, a later id) though neither file the label
+    showed changed."""
+    root = write_repo(tmp_path / "repo")
+    ed = await start(lsp, root, lsp.profile, options=OPTIONS)  # type: ignore[attr-defined]
+    await ed.ready()
+    ed.open("lib/core.py")
+    before = hint_on(await ed.hints("lib/core.py"), 0)
+    assert before is not None and label_text(before).startswith("← zeta, omega, alpha [")
+    demo = ed.open("lib/aaa_demo.py")
+    text = ed.text("lib/aaa_demo.py")
+    ed.change(demo, text.replace('if __name__ == "__main__":\n', "if True:\n"))
+
+    async def reranked() -> bool:
+        hint = hint_on(await ed.hints("lib/core.py"), 0)
+        return hint is not None and label_text(hint).startswith("← zeta, inner, omega [")
+
+    await ed.until(reranked, "the hint ranks inner, now production, before omega")

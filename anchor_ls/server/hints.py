@@ -223,6 +223,9 @@ def file_hints(folder: Folder, relpath: str, form: HintForm) -> FileHints:
                 )
             )
             deps.update(path_of(e) for f in shown for e in f.entries)
+            for field in shown:  # what a cut field keeps turns on the rank of every entry
+                if field.more:
+                    deps.update(path_of(e) for e in related(graph, policy, field.name, entity.id))
     hints.sort(key=lambda h: h[0])  # stable: hints on one line keep their source order
     return FileHints(tuple(r for r, _ in hints), tuple(h for _, h in hints), frozenset(deps))
 
