@@ -542,7 +542,6 @@ def test_the_cli_prints_readable_text_by_default(shop: Path) -> None:
         f"{P}:refund\t{P}:16: return Charge(-charge.amount, charge.currency)",
         f"{TOTAL_TEST} (test)\t{T}:14: assert Charge(1).total() == 31",
         f"  {H}:dispatch\t{H}:32: return handler.handle(amount)\t(via {H}:CardHandler.handle)",
-        "4 callers · 1 test",  # the count by role, under the list
     ]
     impact = cli(shop, "impact", "shop/store.py")
     assert impact.stdout.splitlines()[:2] == [

@@ -42,12 +42,12 @@ def _neighbours(answer: dict[str, Any], noun: str = "callers") -> list[str]:
             if "via" in item:
                 line += f"\t(via {item['via']})"
             out.append(line)
-    return out + _omitted(answer) + [_counts(answer, noun)]
+    # a cut list says how many there are, by role; a whole one lists each, marked
+    return out + [f"{line} {_counts(answer, noun)}" for line in _omitted(answer)]
 
 
 def _counts(answer: dict[str, Any], noun: str) -> str:
-    """`4 callers · 1 test (1 of them demo code)`: what the lines list, by role, so that a
-    capped answer still says how many there are."""
+    """`4 callers · 1 test (1 of them demo code)`: the whole answer, by role."""
     tests, demo = answer.get("in_tests", 0), answer.get("in_demo", 0)
     line = f"{answer['total'] - tests} {noun}"
     line += f" · {tests} test{'s' if tests != 1 else ''}" if tests else ""

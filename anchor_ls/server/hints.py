@@ -112,13 +112,17 @@ def tooltip(
 
 def _left_out(field: str, count: int, other: int, other_noun: str, max_items: int) -> str:
     """The line under a field's list that says what the hint's label does not show."""
-    noun = look(field).many
+    look_of = look(field)
     told = []
     if other:
-        where = f"test {noun}" if other_noun == "tests" else f"{noun} {other_noun}"
+        noun = look_of.one if other == 1 else look_of.many
+        where = f"{noun} {other_noun}" if other_noun == "outside tests" else f"test {noun}"
         told.append(f"+{other} {where} not shown")
     if max_items and count > max_items:
-        told.append(f"{count - max_items} more {noun} cut at maxItems ({max_items})")
+        cut = count - max_items
+        told.append(
+            f"{cut} more {look_of.one if cut == 1 else look_of.many} cut at maxItems ({max_items})"
+        )
     return f"\n\n_{'; '.join(told)}_" if told else ""
 
 
