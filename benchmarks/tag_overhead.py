@@ -50,7 +50,7 @@ from anchor_ls.tags.policy import (
     is_test_path,
     resolve_policy,
 )
-from anchor_ls.tags.rank import DEMO, PRODUCTION, ROLE_NAMES, TESTS, role
+from anchor_ls.tags.rank import DEMO, PRODUCTION, ROLE_NAMES, TESTS, fan_in, role
 from anchor_ls.tags.render import CLOSE, OPEN
 
 STDLIB = sysconfig.get_paths()["stdlib"]
@@ -173,6 +173,8 @@ def print_ranking(index: Index, max_items: int) -> None:
     uncapped = ResolvedPolicy("topo", ("CALLED_BY",), 0, uncapped.reason)
     cut = 0
     kept: dict[str, Counter[int]] = {"by id": Counter(), "ranked": Counter()}
+    callers = {"by id": 0, "ranked": 0}  # sum of the kept entries' own callers (fan-in)
+    swapped = 0  # entries the ranked cut keeps that the cut by id did not
     hubs: list[tuple[int, str, list[str]]] = []
     with graph.lock:
         for ident in sorted(graph.entities):
@@ -182,15 +184,22 @@ def print_ranking(index: Index, max_items: int) -> None:
             cut += 1
             ranked = list(found[0].entries)
             roles = {i: role(graph, i, "calls", ident) for i in ranked}
-            kept["by id"].update(roles[i] for i in sorted(ranked)[:max_items])
+            by_id = sorted(ranked)[:max_items]
+            kept["by id"].update(roles[i] for i in by_id)
             kept["ranked"].update(roles[i] for i in ranked[:max_items])
+            callers["by id"] += sum(fan_in(graph, i) for i in by_id)
+            callers["ranked"] += sum(fan_in(graph, i) for i in ranked[:max_items])
+            swapped += len(set(ranked[:max_items]) - set(by_id))
             demo = sum(1 for r in roles.values() if r == DEMO)
             if demo:
                 hubs.append((-demo, ident, ranked))
-        print(f"\n  ranking: {cut:,} CALLED_BY fields cut at {max_items}; entries kept, by role:")
+        print(
+            f"\n  ranking: {cut:,} CALLED_BY fields cut at {max_items}; ranked, the cut keeps "
+            f"{swapped:,} entries the cut by id did not. Entries kept, by role, and their callers:"
+        )
         for order, counts in kept.items():
             shown = ", ".join(f"{counts[r]:,} {ROLE_NAMES[r]}" for r in (PRODUCTION, DEMO, TESTS))
-            print(f"    {order:<7} {shown}")
+            print(f"    {order:<7} {shown}; {callers[order]:,} callers of their own")
         for minus_demo, ident, ranked in sorted(hubs)[:RANKING_HUBS]:
             print(f"  {ident}: {len(ranked)} callers, {-minus_demo} in demo code; kept")
             for order, first in (("by id", sorted(ranked)), ("ranked", ranked)):
