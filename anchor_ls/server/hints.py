@@ -18,7 +18,7 @@ from anchor_ls.server.fields import look, other_side_count, related, short_name,
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hintstore import NO_HINTS, FileHints
 from anchor_ls.server.positions import LineTable, bytes_to_units
-from anchor_ls.tags.policy import ResolvedPolicy, TagField, fields_for
+from anchor_ls.tags.policy import FIELD_SPECS, ResolvedPolicy, TagField, fields_for
 
 DEF_KINDS = frozenset({"class", "function", "method"})
 TOOLTIP_ITEMS = 60
@@ -229,7 +229,9 @@ def file_hints(folder: Folder, relpath: str, form: HintForm) -> FileHints:
             deps.update(path_of(e) for f in shown for e in f.entries)
             for field in shown:  # what a cut field keeps turns on the rank of every entry
                 if field.more:
-                    deps.update(path_of(e) for e in related(graph, policy, field.name, entity.id))
+                    spec = FIELD_SPECS[field.name]
+                    step = graph.out if spec.forward else graph.into
+                    deps.update(path_of(e) for e in step(spec.kind, entity.id))
     hints.sort(key=lambda h: h[0])  # stable: hints on one line keep their source order
     return FileHints(tuple(r for r, _ in hints), tuple(h for _, h in hints), frozenset(deps))
 
