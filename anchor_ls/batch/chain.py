@@ -19,9 +19,11 @@ import contextlib
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -297,11 +299,17 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
                 seconds = round(time.perf_counter() - start, 3)
                 result = failed(task, _error_text(err), sha=sha, seconds=seconds)
                 step.reset()
-            yield {**result, "worker": worker}
+            yield {**result, "worker": worker, "worker_peak_mb": _peak_mb()}
     finally:
         with contextlib.suppress(Exception):
             step.reset()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _peak_mb() -> int:
+    """This worker's peak memory so far (what a machine must hold per worker)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024))
 
 
 def _error_text(err: BaseException) -> str:

@@ -93,7 +93,9 @@ def _task(raw: Any, line: int) -> Task:
     fields: dict[str, Any] = {}
     names = ("repo", "commit") if has_repo else ("source",)
     for name in names:
-        value = raw.get(name)
+        if name not in raw:
+            raise ValueError(f'"{name}" is missing')
+        value = raw[name]
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f'"{name}" must be a non-empty string')
         # paths count from the working folder, as on the command line; workers (Ray's)
