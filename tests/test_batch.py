@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -407,3 +409,52 @@ def test_batch_run_in_a_repository_imports_nothing_from_it(
     )
     assert done.returncode == 0, done.stderr
     assert marks_left(marks) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    repo, shas, plain = fixture
+    tasks = [
+        {"id": f"t{n}-{k}", "repo": str(repo), "commit": sha}
+        for k in range(8)
+        for n, sha in enumerate(shas)
+    ]
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks)
+    out, work = tmp_path / "out", tmp_path / "work"
+    args = [ANCHOR_LS, "batch", manifest, "--out", out, "--workers", "1", "--work", work]
+    args += ["--cache", tmp_path / "cache"]
+    run = subprocess.Popen(
+        list(map(str, args)),
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        results_file = out / "results.jsonl"
+        while run.poll() is None and (
+            not results_file.exists() or results_file.read_text("utf-8").count("\n") < 2
+        ):
+            time.sleep(0.05)
+        os.killpg(run.pid, signal.SIGINT)  # Ctrl-C: the driver and its workers
+        _stdout, stderr = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130, stderr
+    assert "run the same command again to go on" in stderr
+    done = sorted(p.name for p in out.iterdir() if p.name.startswith("t"))
+    assert 2 <= len(done) < len(tasks)
+    for ident in done:
+        n = int(ident[1 : ident.index("-")])
+        assert tree_bytes(out / ident / NAME) == tree_bytes(plain / f"t{n}" / NAME), ident
+    assert not (out / ".partial").exists() or not any((out / ".partial").iterdir())
+    assert list(work.iterdir()) == []  # no scratch tree left behind
+
+    again = anchor_ls("batch", manifest, "--out", out, "--workers", "2", "--cache", tmp_path / "c")
+    assert again.returncode == 0, again.stderr
+    assert f"{len(tasks) - len(done)} ok, 0 failed, {len(done)} skipped" in again.stdout
+    assert set(last_status(out).values()) <= {"ok", "skipped"}
