@@ -59,9 +59,9 @@ def sdists(versions: list[str], skip_download: bool) -> list[Path]:
 
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
-    )
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)} in {repo} failed: {done.stderr.strip()}")
     return done.stdout.strip()
 
 

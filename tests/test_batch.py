@@ -233,21 +233,25 @@ def test_pool_snapshots_are_the_bytes_of_tag_out_per_commit(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
     repo, shas, plain = fixture
-    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
+    source = {"id": "src", "source": str(_tree(plain, 4))}  # a folder as it is
+    manifest = write_manifest(tmp_path / "m.jsonl", [*tasks_of(repo, shas), source])
     out = tmp_path / "out"
     done = anchor_ls(
         "batch", manifest, "--out", out, "--workers", "2", "--graph", "--cache", tmp_path / "cache"
     )
     assert done.returncode == 0, done.stderr
-    assert "5 ok, 0 failed" in done.stdout
+    assert "6 ok, 0 failed" in done.stdout
+    assert "] ok t0 (" in done.stderr  # not a terminal: a line per task
     by_id = {r["id"]: r for r in results(out)}
     assert {r["status"] for r in by_id.values()} == {"ok"}
-    # two chains (3 + 2 commits): each begins with a build, the rest moved incrementally
-    assert sorted(r["index"] for r in by_id.values()) == ["full"] * 2 + ["incremental"] * 3
+    # two chains of commits (3 + 2): each begins with a build, the rest moved incrementally
+    repo_steps = [r["index"] for r in by_id.values() if "repo" in r]
+    assert sorted(repo_steps) == ["full"] * 2 + ["incremental"] * 3
     for n in range(len(shas)):
         assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n
         assert by_id[f"t{n}"]["snapshot"] == f"t{n}/{NAME}"
-    assert sorted(p.name for p in out.iterdir()) == [".lock", "results.jsonl"] + [
+    assert tree_bytes(out / "src" / NAME) == tree_bytes(plain / "t4" / NAME)
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "results.jsonl", "src"] + [
         f"t{n}" for n in range(len(shas))
     ]
     # the graph of each step equals a fresh index of that commit's tree
