@@ -273,7 +273,6 @@ def _tree(plain: Path, n: int) -> Path:
 def test_ray_snapshots_are_the_bytes_of_tag_out_per_commit(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
-    pytest.importorskip("ray")
     repo, shas, plain = fixture
     manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
     out = tmp_path / "out"
@@ -391,8 +390,6 @@ def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
 def test_batch_run_in_a_repository_imports_nothing_from_it(
     fixture: tuple[Path, list[str], Path], tmp_path: Path, engine: str
 ) -> None:
-    if engine == "ray":
-        pytest.importorskip("ray")
     repo, shas, _plain = fixture
     here, marks = tmp_path / "here", tmp_path / "marks"
     here.mkdir()
