@@ -202,7 +202,9 @@ def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str
         "policy": report.policy.name if report.policy else task.policy,
         "snapshot": f"{task.id}/{name}",
     }
-    if report.problems:
+    if stats.problems:  # files the index read badly or not at all, by kind
+        figures["index_problems"] = stats.problems
+    if report.problems:  # files the snapshot could not tag or copy (the first ones)
         figures["problems"] = report.problems[:20]
     return figures
 
