@@ -63,6 +63,11 @@ COMMITS: list[dict[str, str | None]] = [
         "shop/cli.py": "from shop.service import checkout\nfrom shop.models import price\n\n\n"
         "def main():\n    checkout(['a'])\n    price('b')\n",
     },
+    {  # more Python files than a step updates one by one: the index is built again
+        f"shop/gen/m{i}.py": f"from shop.models import price\n\n\ndef g{i}():\n"
+        f"    return price({i})\n"
+        for i in range(10)
+    },
 ]
 
 
@@ -240,13 +245,21 @@ def test_pool_snapshots_are_the_bytes_of_tag_out_per_commit(
         "batch", manifest, "--out", out, "--workers", "2", "--graph", "--cache", tmp_path / "cache"
     )
     assert done.returncode == 0, done.stderr
-    assert "6 ok, 0 failed" in done.stdout
+    assert "7 ok, 0 failed" in done.stdout
     assert "] ok t0 (" in done.stderr  # not a terminal: a line per task
     by_id = {r["id"]: r for r in results(out)}
     assert {r["status"] for r in by_id.values()} == {"ok"}
-    # two chains of commits (3 + 2): each begins with a build, the rest moved incrementally
-    repo_steps = [r["index"] for r in by_id.values() if "repo" in r]
-    assert sorted(repo_steps) == ["full"] * 2 + ["incremental"] * 3
+    # two chains of commits (3 + 3): each begins with a build, the next steps update the
+    # index file by file, but the last one (10 new modules) builds it again from the cache
+    steps = {ident: r["index"] for ident, r in by_id.items() if "repo" in r}
+    assert steps == {
+        "t0": "full",
+        "t1": "incremental",
+        "t2": "incremental",
+        "t3": "full",
+        "t4": "incremental",
+        "t5": "rebuilt",
+    }
     for n in range(len(shas)):
         assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n
         assert by_id[f"t{n}"]["snapshot"] == f"t{n}/{NAME}"
@@ -280,7 +293,7 @@ def test_ray_snapshots_are_the_bytes_of_tag_out_per_commit(
         "batch", manifest, "--out", out, "--ray", "--workers", "2", "--cache", tmp_path / "c"
     )
     assert done.returncode == 0, done.stderr
-    assert "5 ok, 0 failed" in done.stdout
+    assert "6 ok, 0 failed" in done.stdout
     assert {r["status"] for r in results(out)} == {"ok"}
     assert "incremental" in {r["index"] for r in results(out)}
     for n in range(len(shas)):
@@ -368,7 +381,7 @@ def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
 
     again = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", cache)
     assert again.returncode == 0, again.stderr
-    assert "1 ok, 0 failed, 4 skipped" in again.stdout
+    assert "1 ok, 0 failed, 5 skipped" in again.stdout
     second = results(out)[len(shas) :]
     assert {r["id"]: r["status"] for r in second} == {
         "t0": "skipped",
@@ -376,6 +389,7 @@ def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
         "t2": "ok",
         "t3": "skipped",
         "t4": "skipped",
+        "t5": "skipped",
     }
     assert not (out / ".partial").exists()
     assert (out / "t0" / NAME / "shop" / "models.py").stat().st_mtime_ns == kept.st_mtime_ns

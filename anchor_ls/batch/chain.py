@@ -43,6 +43,13 @@ from anchor_ls.tags.apply import TagError
 
 PARTIAL = ".partial"  # DIR/.partial/: snapshots being written
 GRAPH_FILE = "graph.json"
+# A step that changes more Python files than this (a share of the tree, at least
+# REBUILD_MIN) builds the index again from the cached summaries instead of updating it
+# file by file: each update resolves its dependents again, and on Django a step of 38
+# changed files cost more that way (129 s) than a whole build (100 s), one of 6 far less
+# (42 s). A first calibration, from benchmarks/batch_bench.py.
+REBUILD_MIN = 8
+REBUILD_SHARE = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,12 +144,16 @@ class _Step:
             shutil.rmtree(self.root)
 
     def to_commit(self, repo: str, sha: str) -> tuple[str, int]:
-        """Bring the scratch tree and its index to commit sha: ('full' | 'incremental',
-        the Python files indexed again)."""
+        """Bring the scratch tree and its index to commit sha: ('full' | 'incremental' |
+        'rebuilt', the Python files parsed or indexed again)."""
         if self.index is not None and self.fresh is not None and self.sha is not None:
             assert self.root is not None
-            gittree.move(repo, self.sha, sha, self.root)
+            changed = gittree.move(repo, self.sha, sha, self.root)
             self.sha = sha
+            python = sum(1 for path in changed if path.endswith(".py"))
+            if python > max(REBUILD_MIN, REBUILD_SHARE * self.index.stats().files):
+                self.fresh.build()  # the unchanged files' summaries come from the cache
+                return "rebuilt", self.index.stats().reparsed
             return "incremental", len(self.fresh.sync())
         self.reset()
         self.root = self.scratch / _tree_name(os.path.realpath(repo))

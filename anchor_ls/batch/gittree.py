@@ -232,8 +232,9 @@ def materialize(repo: str | Path, sha: str, root: Path) -> None:
             _write(root, entry, blobs)
 
 
-def move(repo: str | Path, old: str, new: str, root: Path) -> int:
-    """Turn root, which holds commit old's tree, into commit new's; returns paths changed."""
+def move(repo: str | Path, old: str, new: str, root: Path) -> set[str]:
+    """Turn root, which holds commit old's tree, into commit new's; returns the paths
+    changed."""
     gone, put = changes(repo, old, new)
     for path in gone:
         if _safe(path):
@@ -243,4 +244,4 @@ def move(repo: str | Path, old: str, new: str, root: Path) -> int:
         for entry in put:
             if _safe(entry.path):
                 _write(root, entry, blobs)
-    return len(set(gone) | {e.path for e in put})
+    return set(gone) | {e.path for e in put}
