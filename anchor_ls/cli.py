@@ -375,6 +375,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per task")
     p.add_argument("--chain-size", type=int, metavar="N", help="tasks per chain at most")
+    p.add_argument(
+        "--incremental",
+        action="store_true",
+        help="update the index file by file between commits (experimental: see README)",
+    )
     p.add_argument("--cache", metavar="DIR", help="index caches (default: the user cache)")
     p.add_argument("--work", metavar="DIR", help="scratch trees (default: the temp folder)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matches")

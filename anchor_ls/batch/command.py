@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         cache=os.path.abspath(args.cache) if args.cache else None,
         work=os.path.abspath(args.work) if args.work else None,
         exclude=tuple(args.exclude or ()),
+        incremental=args.incremental,
     )
     start = time.monotonic()
     try:
