@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from planted import marks_left, plant
+from support.planted import marks_left, plant
 
 from anchor_ls import hashseed
 from anchor_ls.batch.manifest import parse_lines
@@ -234,6 +234,7 @@ def test_a_missing_manifest_is_a_refused_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_pool_snapshots_are_the_bytes_of_tag_out_per_commit(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
@@ -292,6 +293,7 @@ def _tree(plain: Path, n: int) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_ray_snapshots_are_the_bytes_of_tag_out_per_commit(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
@@ -314,6 +316,7 @@ def test_ray_snapshots_are_the_bytes_of_tag_out_per_commit(
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_failing_tasks_are_recorded_and_the_others_go_on(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
@@ -350,6 +353,7 @@ def test_failing_tasks_are_recorded_and_the_others_go_on(
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_timed_out_tasks_fail_leave_nothing_and_a_rerun_finishes_them(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
@@ -373,6 +377,7 @@ def test_timed_out_tasks_fail_leave_nothing_and_a_rerun_finishes_them(
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
@@ -410,6 +415,7 @@ def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("engine", ["pool", "ray"])
 def test_batch_run_in_a_repository_imports_nothing_from_it(
     fixture: tuple[Path, list[str], Path], tmp_path: Path, engine: str
@@ -437,6 +443,7 @@ def test_batch_run_in_a_repository_imports_nothing_from_it(
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
