@@ -11,7 +11,9 @@ full:
 - loop: per commit, the tree written out with `git archive`, then `anchor-ls tag --out`
   (its cache inside the tree: every snapshot indexed from nothing, as a shell loop does);
 - loop, shared cache: the same with one `--cache` for all (file summaries reused by hash);
-- batch, one worker: one chain, each step re-indexing only the files the commit changed;
+- batch, one worker: one chain, each step parsing only the files the commit changed (the
+  index built again from the cached summaries of the others);
+- batch, one worker, --incremental: each step updating the index file by file;
 - batch, pool: `--workers N` (the chain cut in N);
 - batch, Ray: a local Ray with N CPUs.
 The table gives wall seconds, the speed-up over the loop, snapshots per minute, the peak
@@ -179,6 +181,7 @@ def main() -> None:
             same = identical(work / "loop-shared", work / "loop", n, repo.name)
             rows.append(("loop of tag --out, one --cache", shared, same))
         runs = [("batch, 1 worker (one chain)", ["--workers", "1"])]
+        runs.append(("batch, 1 worker, --incremental", ["--workers", "1", "--incremental"]))
         runs.append((f"batch, pool of {args.workers}", ["--workers", str(args.workers)]))
         if not args.no_ray:
             runs.append((f"batch, local Ray, {args.workers} CPUs", ["--ray"]))

@@ -8,9 +8,12 @@ are failed results, and the other chains go on.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import queue
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -19,6 +22,8 @@ from anchor_ls.batch.chain import Chain, Settings, failed, run_chain
 
 Deliver = Callable[[dict[str, Any]], None]
 _results: Any = None  # a worker's end of the queue
+_PR_SET_PDEATHSIG = 1
+_GRACE = 30.0  # seconds a stopped worker has to clean up before it is killed
 
 
 def _stop(_signum: int, _frame: object) -> None:
@@ -28,8 +33,21 @@ def _stop(_signum: int, _frame: object) -> None:
 def _start_worker(results: Any) -> None:
     global _results
     _results = results
+    # Never wait at exit to flush results nobody reads (a stopped driver): the returned
+    # list of each chain is what counts, the queue only shows progress sooner.
+    results.cancel_join_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the driver stops the workers
     signal.signal(signal.SIGTERM, _stop)
+    _stop_with_driver()
+
+
+def _stop_with_driver() -> None:
+    """SIGTERM when the driver dies (killed, even with SIGKILL), where Linux can say so: a
+    worker never waits on its queue forever."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _pool_chain(chain: Chain, settings: Settings) -> list[dict[str, Any]]:
@@ -86,8 +104,13 @@ def run_pool(chains: Sequence[Chain], settings: Settings, workers: int, deliver:
                     give(failed(task, error))
         drain(0)
     except BaseException:
-        for process in list(getattr(pool, "_processes", {}).values()):
+        processes = list(getattr(pool, "_processes", {}).values())
+        for process in processes:
             process.terminate()  # SIGTERM: each removes its partial output and scratch
-        pool.shutdown(wait=True, cancel_futures=True)
+        for process in processes:
+            process.join(_GRACE)
+            if process.is_alive():
+                process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
