@@ -349,10 +349,11 @@ def value_names(db: BinderState) -> frozenset[str]:
 
 
 def constant_names(db: BinderState, path: str) -> frozenset[str]:
-    names = db._constants.get(path)
-    if names is None:
-        names = db._constants[path] = frozenset(c[0] for c in db.summaries[path].constants)
-    return names
+    return db.constants.ask(path, frozenset(), _constant_names_of, db, path)
+
+
+def _constant_names_of(db: BinderState, path: str) -> frozenset[str]:
+    return frozenset(c[0] for c in db.summaries[path].constants)
 
 
 def constant_origin(db: BinderState, path: str, idx: int, name: str) -> tuple[str, str] | None:

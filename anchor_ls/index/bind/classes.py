@@ -16,6 +16,7 @@ from functools import partial
 from anchor_ls.index.bind import lookup
 from anchor_ls.index.bind.db import BinderState, ClassTables, Share
 from anchor_ls.index.bind.definitions import property_names_in
+from anchor_ls.index.bind.memo import guarded
 from anchor_ls.index.bind.values import cap
 from anchor_ls.index.mro import Linearization, mro_of
 from anchor_ls.index.state import EMPTY, Ctx, Value, Values
@@ -38,7 +39,8 @@ def class_bases(db: BinderState, cls: tuple[str, int]) -> list[Value]:
 
 def mro(db: BinderState, cls: tuple[str, int]) -> Linearization[tuple[str, int]]:
     """cls and its repository bases in C3 order."""
-    return mro_of(cls, partial(repository_bases, db), db._mro, db._in_progress)
+    memo = db.caches.mro
+    return mro_of(cls, partial(repository_bases, db), memo.answers, memo.working)  # type: ignore[arg-type]
 
 
 def repository_bases(db: BinderState, cls: tuple[str, int]) -> list[tuple[str, int]]:
@@ -54,9 +56,19 @@ def class_attr(
     if not definers:
         return EMPTY
     key = (cls, name, bound, start)
-    cached = db._class_attr_cache.get(key)
-    if cached is not None:
-        return cached
+    return db.caches.class_attrs.ask(
+        key, EMPTY, _class_attr_of, db, cls, name, bound, start, definers
+    )
+
+
+def _class_attr_of(
+    db: BinderState,
+    cls: tuple[str, int],
+    name: str,
+    bound: bool,
+    start: int,
+    definers: set[tuple[str, int]],
+) -> Values:
     result: Values = EMPTY
     klass = _first_in_mro(
         db,
@@ -69,7 +81,6 @@ def class_attr(
         bindings = lookup.names(db, *klass)[name]
         values = lookup.reaching(db, klass[0], klass[1], name, bindings, None, ())
         result = frozenset(_bind_method(db, v, bound) for v in values)
-    db._class_attr_cache[key] = result
     return result
 
 
@@ -86,7 +97,7 @@ def _first_in_mro(
     base's MRO and so its answer, so asking it of each class of a chain costs a step a
     class, not its depth a class. test reads class bodies alone (put_file forgets the
     answers)."""
-    memo = db._mro_found
+    memo = db.caches.mro_found.answers
     visited = []
     found: tuple[str, int] | None = None
     for i, (node, own) in enumerate(mro(db, cls).parts()):
@@ -147,48 +158,42 @@ def instance_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx | N
 
 def stored_and_getters(db: BinderState, cls: tuple[str, int], name: str) -> tuple[Values, tuple]:
     """(values, property getters read) of `instance.name`, cached per class and name."""
-    key = (cls, name)
-    cached = db._instance_attr_cache.get(key)
-    if cached is not None:
-        return cached
-    if key in db._in_progress:
-        return EMPTY, ()
-    db._in_progress.add(key)
+    return db.caches.instance_attrs.ask((cls, name), _NO_ATTR, _stored_and_getters, db, cls, name)
+
+
+_NO_ATTR: tuple[Values, tuple] = (EMPTY, ())
+
+
+def _stored_and_getters(db: BinderState, cls: tuple[str, int], name: str) -> tuple[Values, tuple]:
     out: set[Value] = set()
     getters: list[Value] = []
-    try:
-        klass = None
-        if _bound_in_some_class_body(db, name):
-            klass = _first_in_mro(
-                db, cls, ("names", name), lambda k: bool(lookup.names(db, *k).get(name))
-            )
-        if klass is not None:
-            bindings = lookup.names(db, *klass)[name]
-            values = lookup.reaching(db, klass[0], klass[1], name, bindings, None, ())
-            for v in values:
-                if v[0] == "f" and _is_property(db, v):
-                    getters.append(v)
-                else:
-                    out.add(_bind_method(db, v, True))
-        for klass in _storers_in_mro(db, cls, name):
-            for value_expr, path, scope_idx, pos in inst_attrs(db, klass).get(name, ()):
-                out |= db.eval(value_expr, Ctx(path, scope_idx, pos))
-    finally:
-        db._in_progress.discard(key)
-    result = (cap(out), tuple(getters))
-    db._instance_attr_cache[key] = result
-    return result
+    klass = None
+    if _bound_in_some_class_body(db, name):
+        klass = _first_in_mro(
+            db, cls, ("names", name), lambda k: bool(lookup.names(db, *k).get(name))
+        )
+    if klass is not None:
+        bindings = lookup.names(db, *klass)[name]
+        values = lookup.reaching(db, klass[0], klass[1], name, bindings, None, ())
+        for v in values:
+            if v[0] == "f" and _is_property(db, v):
+                getters.append(v)
+            else:
+                out.add(_bind_method(db, v, True))
+    for klass in _storers_in_mro(db, cls, name):
+        for value_expr, path, scope_idx, pos in inst_attrs(db, klass).get(name, ()):
+            out |= db.eval(value_expr, Ctx(path, scope_idx, pos))
+    return (cap(out), tuple(getters))
 
 
 def _bound_in_some_class_body(db: BinderState, name: str) -> bool:
     """Whether any class body binds name: most names read through `self` are only
     stored, and looking for them down the MRO walked a chain once per class."""
-    found = db._body_bound.get(name)
-    if found is None:
-        found = db._body_bound[name] = any(
-            lookup.names(db, *k).get(name) for k in name_definers(db).get(name, ())
-        )
-    return found
+    return db.caches.body_bound.ask(name, False, _bound_in_a_body, db, name)
+
+
+def _bound_in_a_body(db: BinderState, name: str) -> bool:
+    return any(lookup.names(db, *k).get(name) for k in name_definers(db).get(name, ()))
 
 
 def _storers_in_mro(db: BinderState, cls: tuple[str, int], name: str) -> list[tuple[str, int]]:
@@ -222,9 +227,10 @@ def _read_property(db: BinderState, fn: Value, ctx: Ctx | None) -> Values:
 
 def inst_attrs(db: BinderState, cls: tuple[str, int]) -> dict[str, list]:
     """`self.name = value` in the class's methods, by name."""
-    cached = db._inst_attrs.get(cls)
-    if cached is not None:
-        return cached
+    return db.caches.inst_attrs.ask(cls, {}, _inst_attrs_of, db, cls)
+
+
+def _inst_attrs_of(db: BinderState, cls: tuple[str, int]) -> dict[str, list]:
     path, idx = cls
     table: dict[str, list] = defaultdict(list)
     scopes = db.summaries[path].scopes
@@ -237,7 +243,6 @@ def inst_attrs(db: BinderState, cls: tuple[str, int]) -> dict[str, list]:
             for obj, attr, value, pos in scopes[method_scope].attr_assigns:
                 if obj == ("n", receiver):
                     table[attr].append((value, path, method_scope, pos))
-    db._inst_attrs[cls] = table
     return table
 
 
@@ -255,7 +260,7 @@ def tables(db: BinderState) -> ClassTables:
     if db._tables is None:
         db._tables = ClassTables()  # overrides seen while building it are left out
         _put_classes(db, sorted(db.summaries))
-        db._subclass_tree_sizes = {}  # counted in the tables being built
+        db.caches.subclass_tree_sizes.clear()  # counted in the tables being built
     return db._tables
 
 
@@ -271,7 +276,7 @@ def refresh_classes(db: BinderState, paths: Iterable[str]) -> dict[str, set[str]
     paths = sorted(paths)
     before = {path: db._tables.shares.get(path) for path in paths}
     _put_classes(db, paths)
-    db._subclass_cache.clear()
+    db.caches.subclasses.clear()
     db.forget_values()
     out: dict[str, set[str]] = defaultdict(set)
     for path in paths:
@@ -325,7 +330,8 @@ def _subclasses_up_to(
 ) -> frozenset[tuple[str, int]] | None:
     """subclasses(cls) when there are at most limit of them, else None, in steps
     bounded by limit."""
-    cached = db._subclass_cache.get(cls)
+    memo = db.caches.subclasses
+    cached = memo.get(cls)
     if cached is not None:
         return cached if len(cached) <= limit else None
     table = tables(db).subclasses
@@ -338,8 +344,7 @@ def _subclasses_up_to(
                     return None
                 out.add(sub)
                 todo.append(sub)
-    result = frozenset(out)
-    db._subclass_cache[cls] = result
+    result = memo[cls] = frozenset(out)
     return result
 
 
@@ -349,7 +354,7 @@ def _definers_in_line(
     """How many of definers cls's (repeat-free) MRO holds. Counted once for each MRO
     it ends with, like _first_in_mro, and no further than the last definer: asked of
     each class of a chain, a step a class."""
-    memo = db._mro_found
+    memo = db.caches.mro_found.answers
     key = ("in line", name)
     visited: list[tuple[Linearization, int]] = []  # (node, count before it)
     count = 0
@@ -371,26 +376,28 @@ def overrides(db: BinderState, cls: tuple[str, int], name: str) -> frozenset[Val
     """The methods named name that instances of cls's subclasses can run (what their
     MROs find first), capped like every value set: the attribute reading them caps
     their union with the rest, so capping them first changes nothing."""
+    memo = db.caches.overrides
     key = (cls, name)
-    cached = db._override_cache.get(key)
+    cached = memo.get(key)
     if cached is not None:
         return cached
-    if key in db._in_progress:
+    if key in memo.working:
         return EMPTY
     definers = name_definers(db).get(name, set())
     if _overrides_down_tree(db, cls, name, definers):
-        return db._override_cache[key]
-    out: set[Value] = set()
+        return memo[key]
+    # The classes that override, outside the guard: a request met while finding them is
+    # worked out in full (the guard cuts only what their methods' values lead back to).
     found = _overriding(db, cls, name, definers)
-    db._in_progress.add(key)
-    try:
-        for klass in found:
-            out |= _override_values(db, klass, name)
-    finally:
-        db._in_progress.discard(key)
-    result = cap(out)
-    db._override_cache[key] = result
+    result = memo[key] = guarded(memo.working, key, EMPTY, _override_set, db, found, name)
     return result
+
+
+def _override_set(db: BinderState, found: set[tuple[str, int]], name: str) -> Values:
+    out: set[Value] = set()
+    for klass in found:
+        out |= _override_values(db, klass, name)
+    return cap(out)
 
 
 def _override_values(db: BinderState, klass: tuple[str, int], name: str) -> set[Value]:
@@ -421,36 +428,44 @@ def _overrides_down_tree(
     if size is None or size > len(definers):
         return False
     table = tables(db).subclasses
+    memo = db.caches.overrides
     order: list[tuple[str, int]] = []
     todo = [cls]
     while todo:
         node = todo.pop()
-        if node != cls and (node, name) in db._in_progress:
+        if node != cls and (node, name) in memo.working:
             return False
         order.append(node)
-        todo.extend(s for s in table.get(node, ()) if (s, name) not in db._override_cache)
+        todo.extend(s for s in table.get(node, ()) if (s, name) not in memo)
     for node in reversed(order):  # subclasses before their bases
         key = (node, name)
-        if key in db._override_cache:
-            continue
-        out: set[Value] = set()
-        db._in_progress.add(key)
-        try:
-            for sub in table.get(node, ()):
-                first = _first_in_mro(db, sub, ("definer", name), lambda k: k in definers)
-                if first is not None:
-                    out |= _override_values(db, first, name)
-                out |= db._override_cache.get((sub, name), EMPTY)
-        finally:
-            db._in_progress.discard(key)
-        db._override_cache[key] = cap(out)
+        if key not in memo:
+            subs = table.get(node, ())
+            memo[key] = guarded(
+                memo.working, key, EMPTY, _overrides_of_subs, db, subs, name, definers
+            )
     return True
+
+
+def _overrides_of_subs(
+    db: BinderState, subs: Iterable[tuple[str, int]], name: str, definers: set[tuple[str, int]]
+) -> Values:
+    """What the direct subclasses subs of a class override name with (see
+    _overrides_down_tree)."""
+    memo = db.caches.overrides
+    out: set[Value] = set()
+    for sub in subs:
+        first = _first_in_mro(db, sub, ("definer", name), lambda k: k in definers)
+        if first is not None:
+            out |= _override_values(db, first, name)
+        out |= memo.get((sub, name), EMPTY)
+    return cap(out)
 
 
 def _single_base_subclasses(db: BinderState, cls: tuple[str, int]) -> int | None:
     """How many subclasses cls has when each has one repository base and cls's MRO
     is no cycle (its subclasses are then a tree), else None. Remembered per class."""
-    sizes = db._subclass_tree_sizes
+    sizes = db.caches.subclass_tree_sizes.answers
     if cls in sizes:
         return sizes[cls]
     if mro(db, cls).cyclic:

@@ -21,6 +21,7 @@ from anchor_ls.index.bind.definitions import (
     property_names_in,
     value_names_in,
 )
+from anchor_ls.index.bind.memo import Memo, first_item, first_of_first, whole
 from anchor_ls.index.modules import ModuleTable
 from anchor_ls.index.mro import Linearization
 from anchor_ls.index.state import Ctx, Value, Values, renumbered
@@ -97,6 +98,109 @@ class ClassTables:
             self.put(p, Share(*(renumbered(part, path, numbers) for part in share)))
 
 
+class Caches:
+    """Every memo of the binder, by what it is read off and so when it is forgotten."""
+
+    __slots__ = (
+        "binding_values",
+        "body_bound",
+        "children",
+        "class_attrs",
+        "decorated",
+        "handed",
+        "inst_attrs",
+        "instance_attrs",
+        "lookups",
+        "module_attrs",
+        "mro",
+        "mro_found",
+        "mutating",
+        "mutations",
+        "name_tables",
+        "outer",
+        "overrides",
+        "read_attrs",
+        "returned",
+        "returns",
+        "subclass_tree_sizes",
+        "subclasses",
+        "tree_reads",
+        "yields",
+    )
+
+    def __init__(self) -> None:
+        # Read off the summaries alone: only a changed file changes them.
+        self.name_tables: Memo[str, list] = Memo(whole, guard=False)  # per scope: name -> bindings
+        self.children: Memo[str, list[list[int]]] = Memo(whole, guard=False)
+        self.mutations: Memo[str, dict[tuple[int, str], list]] = Memo(whole, guard=False)
+        self.handed: Memo[str, frozenset[str]] = Memo(whole, guard=False)
+        self.inst_attrs: Memo[ScopeRef, dict[str, list]] = Memo(first_item, guard=False)
+        self.returned: Memo[ScopeRef, tuple[Param, tuple[Expr, ...]] | None] = Memo(first_item)
+        self.subclasses: Memo[ScopeRef, frozenset[ScopeRef]] = Memo(guard=False)
+        # Read off bodies, for the scopes of whole class trees: kept from round to round
+        # (each round asks for most of them again), dropped with the build's other caches.
+        self.read_attrs: Memo[ScopeRef, frozenset[str]] = Memo(first_item, guard=False)
+        self.tree_reads: Memo[ScopeRef, dict[str, list[ScopeRef]]] = Memo(guard=False)
+        self.forget_values()
+
+    def forget_values(self) -> None:
+        """Drop what was evaluated: new argument facts can change any of it."""
+        self.outer: Memo[tuple[str, int, str], Values] = Memo(first_item, guard=False)
+        self.lookups: Memo[tuple, Values] = Memo(first_item, guard=False)
+        self.binding_values: Memo[int, tuple[Binding | None, Values]] = Memo()
+        self.returns: Memo[ScopeRef, Values] = Memo(first_item)
+        self.yields: Memo[ScopeRef, Values] = Memo(first_item)
+        self.mro: Memo[ScopeRef, Linearization[ScopeRef]] = Memo(first_item)
+        self.mro_found: Memo[tuple[Linearization, tuple], object] = Memo(guard=False)
+        self.body_bound: Memo[str, bool] = Memo(guard=False)
+        self.module_attrs: Memo[tuple[str, str], Values] = Memo(first_item)
+        self.mutating: set[tuple[str, int, str]] = set()  # names whose mutations are read
+        # A read of `self.name` met while the instance attribute or the overrides of the
+        # same (class, name) are worked out is cut, whichever of the two it is.
+        attributes: set = set()
+        self.instance_attrs: Memo[tuple[ScopeRef, str], tuple[Values, tuple]] = Memo(
+            first_of_first, attributes
+        )
+        self.overrides: Memo[tuple[ScopeRef, str], Values] = Memo(None, attributes)
+        self.class_attrs: Memo[tuple, Values] = Memo(first_of_first, guard=False)
+        self.subclass_tree_sizes: Memo[ScopeRef, int | None] = Memo(guard=False)
+        self.decorated: Memo[tuple[str, int, int], tuple[Values, Values | None]] = Memo(guard=False)
+
+    def forget_file(self, path: str, same_interface: bool) -> None:
+        """path was put again: forget what was read off it. Other files' answers stay
+        when what they can see of it is unchanged (same_interface: an edit inside a
+        body); after a warm start they fill tens of thousands of entries, 18 ms to drop
+        for Django."""
+        for memo in (
+            self.name_tables,
+            self.children,
+            self.mutations,
+            self.handed,
+            self.inst_attrs,
+            self.returned,
+            self.read_attrs,
+            self.tree_reads,
+            self.mro_found,  # found by what class bodies bind
+            self.body_bound,
+        ):
+            memo.forget_file(path)
+        if not same_interface:
+            self.subclasses.forget_file(path)
+            self.forget_values()
+            return
+        for memo in (
+            self.outer,
+            self.lookups,
+            self.module_attrs,
+            self.returns,
+            self.yields,
+            self.mro,
+            self.instance_attrs,
+            self.class_attrs,
+        ):
+            memo.forget_file(path)
+
+
 class BinderState:
     """The state of one binder (see the module docstring)."""
 
@@ -148,30 +252,7 @@ class BinderState:
         self.summaries[path] = summary
         self.modules.add(path)
         self._forget_definitions_of(summary, same_interface)
-        # Read off this file's summary alone (other files' entries stay: after a warm
-        # start they fill tens of thousands of entries, 18 ms to drop for Django).
-        self._names.pop(path, None)
-        self._mutations.pop(path, None)
-        self._handed.pop(path, None)
-        for cache in (self._inst_attrs, self._returned, self._read_attrs):
-            for key in [k for k in cache if k[0] == path]:
-                del cache[key]
-        self._tree_reads = {}
-        self._mro_found = {}  # found by what class bodies bind
-        self._body_bound = {}
-        if not same_interface:
-            self._subclass_cache = {}
-            self.forget_values()
-            return
-        for cache in (self._outer_cache, self._lookup_cache, self._module_attr_cache):
-            for key in [k for k in cache if k[0] == path]:
-                del cache[key]
-        for cache in (self._returns, self._yields, self._mro):
-            for key in [k for k in cache if k[0] == path]:
-                del cache[key]
-        for cache in (self._instance_attr_cache, self._class_attr_cache):
-            for key in [k for k in cache if k[0][0] == path]:
-                del cache[key]
+        self.caches.forget_file(path, same_interface)
 
     def bodies(self, path: str) -> Sequence[Body]:
         """Each scope's (calls, attr_reads, uses) in path. The last ones unpacked are kept:
@@ -198,49 +279,23 @@ class BinderState:
         self._scope_contrib.pop(relpath, None)
         self.modules.discard(relpath)
         self.clear_caches()
-        self._constants.pop(relpath, None)
+        self.constants.pop(relpath)
         self._setting_defs = None
         if self._tables is not None:
             self._tables.put(relpath, None)
 
     def clear_caches(self) -> None:
-        # Read off the summaries alone: only a changed file changes them.
-        self._names: dict[str, list] = {}
-        self._inst_attrs: dict[tuple[str, int], dict[str, list]] = {}
-        self._children: dict[str, tuple[list[Scope], list[list[int]]]] = {}
-        self._mutations: dict[str, dict[tuple[int, str], list]] = {}
-        self._handed: dict[str, frozenset[str]] = {}
-        self._subclass_cache: dict[tuple[str, int], frozenset] = {}
-        self._returned: dict[tuple[str, int], tuple[Param, tuple[Expr, ...]] | None] = {}
-        # Read off bodies, for the scopes of whole class trees: kept from round to round
-        # (each round asks for most of them again), dropped with the build's other caches.
-        self._read_attrs: dict[tuple[str, int], frozenset[str]] = {}
-        self._tree_reads: dict[tuple[str, int], dict[str, list[tuple[str, int]]]] = {}
-        self.forget_values()
+        self.caches = Caches()
 
     def forget_values(self) -> None:
         """Drop what was evaluated: new argument facts can change any of it."""
-        self._outer_cache: dict[tuple[str, int, str], Values] = {}
-        self._yields: dict[tuple[str, int], Values] = {}
-        self._binding_values: dict[int, tuple[Binding, Values]] = {}
-        self._lookup_cache: dict[tuple, Values] = {}
-        self._returns: dict[tuple[str, int], Values] = {}
-        self._mro: dict[tuple[str, int], Linearization[tuple[str, int]]] = {}
-        self._mro_found: dict[tuple[Linearization, tuple], object] = {}
-        self._body_bound: dict[str, bool] = {}
-        self._module_attr_cache: dict[tuple[str, str], Values] = {}
-        self._in_progress: set = set()
-        self._instance_attr_cache: dict[tuple, tuple[Values, tuple]] = {}
-        self._class_attr_cache: dict[tuple, Values] = {}
-        self._override_cache: dict[tuple, frozenset] = {}
-        self._subclass_tree_sizes: dict[tuple[str, int], int | None] = {}
-        self._decorated: dict[tuple[str, int, int], tuple[Values, Values | None]] = {}
+        self.caches.forget_values()
 
     def _forget_definitions_of(self, summary: FileSummary, same_interface: bool) -> None:
         """One file changed: update the tables read off every summary (rebuilding them
         costs a scan of the whole repository, too slow for every keystroke)."""
         path = summary.path
-        self._constants.pop(path, None)
+        self.constants.pop(path)
         if is_settings_module(path):
             self._setting_defs = None
         # Other classes, bases or class bodies now: refresh_classes() puts the file's
@@ -256,7 +311,7 @@ class BinderState:
     def _forget_definitions(self) -> None:
         """Tables read off every summary; a body edit can define nested functions too."""
         self._value_names: frozenset[str] | None = None
-        self._constants: dict[str, frozenset[str]] = {}
+        self.constants: Memo[str, frozenset[str]] = Memo(whole, guard=False)
         self._setting_defs: dict[str, list[str]] | None = None
         # Read off class bases and bodies, and decorators: argument facts cannot change them.
         self._tables: ClassTables | None = None

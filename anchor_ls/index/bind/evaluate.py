@@ -309,28 +309,11 @@ def param_values(db: BinderState, path: str, idx: int, index: int) -> Values:
 
 
 def returns(db: BinderState, fn: tuple[str, int]) -> Values:
-    return _memo(db, db._returns, "ret", fn, _returns_of)
+    return db.caches.returns.ask(fn, EMPTY, _returns_of, db, fn)
 
 
 def yields(db: BinderState, fn: tuple[str, int]) -> Values:
-    return _memo(db, db._yields, "yield", fn, _yields_of)
-
-
-def _memo(db: BinderState, cache: dict, tag: str, fn: tuple[str, int], compute) -> Values:
-    """Cached per function; a recursive request while computing sees nothing yet."""
-    cached = cache.get(fn)
-    if cached is not None:
-        return cached
-    key = (tag, fn)
-    if key in db._in_progress:
-        return EMPTY
-    db._in_progress.add(key)
-    try:
-        values = compute(db, fn)
-    finally:
-        db._in_progress.discard(key)
-    cache[fn] = values
-    return values
+    return db.caches.yields.ask(fn, EMPTY, _yields_of, db, fn)
 
 
 def _returns_of(db: BinderState, fn: tuple[str, int]) -> Values:
@@ -431,10 +414,8 @@ def _returned_param(db: BinderState, fn: tuple[str, int]) -> tuple[Param, tuple[
     """The parameter every `return` of fn that reads a parameter gives back unchanged
     (itself, or through a nested function that does), and the other returns: nested
     definitions, whatever the call."""
-    if fn not in db._returned:
-        db._returned[fn] = None  # a function returning its own call: nothing to tell
-        db._returned[fn] = _find_returned_param(db, fn)
-    return db._returned[fn]
+    # a function returning its own call: nothing to tell
+    return db.caches.returned.ask(fn, None, _find_returned_param, db, fn)
 
 
 def _find_returned_param(
@@ -532,12 +513,13 @@ def decoration(db: BinderState, path: str, idx: int, start: int = 0) -> tuple[Va
     decorator's call site asks for the ones below it): n decorators cost n steps, not
     n * n / 2 (8,000 took 50 s). Those starts keep no wrapping decorators (None):
     only start 0 is asked for them."""
+    memo = db.caches.decorated
     key = (path, idx, start)
-    cached = db._decorated.get(key)
+    cached = memo.get(key)
     if cached is not None and cached[1] is not None:
-        return cached
+        return cached  # type: ignore[return-value]
     if cached is None:  # a decorator applied to itself sees nothing yet
-        db._decorated[key] = (EMPTY, EMPTY)
+        memo[key] = (EMPTY, EMPTY)
     scope = db.summaries[path].scopes[idx]
     ctx = Ctx(path, scope.parent, None)
     current: Values = EMPTY
@@ -555,15 +537,15 @@ def decoration(db: BinderState, path: str, idx: int, start: int = 0) -> tuple[Va
                 if wrappers:
                     wrapping.add((dec[1], dec[2]))
         current = frozenset(made) or current
-        if at > start:
-            db._decorated.setdefault((path, idx, at), (current, None))
-    db._decorated[key] = result = (current, frozenset(wrapping))
+        if at > start and (path, idx, at) not in memo:
+            memo[(path, idx, at)] = (current, None)
+    memo[key] = result = (current, frozenset(wrapping))
     return result
 
 
 def _made(db: BinderState, path: str, idx: int, start: int) -> Values:
     """What a definition's decorators from the start-th down make of it."""
-    cached = db._decorated.get((path, idx, start))
+    cached = db.caches.decorated.get((path, idx, start))
     return cached[0] if cached is not None else decoration(db, path, idx, start)[0]
 
 

@@ -92,27 +92,30 @@ def _class_tree(db: BinderState, cls: tuple[str, int]) -> list[tuple[str, int]]:
 
 def _class_tree_reads(db: BinderState, cls: tuple[str, int]) -> dict[str, list[tuple[str, int]]]:
     """Attribute name -> the scopes of _class_tree(cls) that read it."""
-    found = db._tree_reads.get(cls)
-    if found is None:
-        found = db._tree_reads[cls] = defaultdict(list)
-        for scope in _class_tree(db, cls):
-            for name in _reads(db, *scope):
-                found[name].append(scope)
+    return db.caches.tree_reads.ask(cls, {}, _class_tree_reads_of, db, cls)
+
+
+def _class_tree_reads_of(db: BinderState, cls: tuple[str, int]) -> dict[str, list[tuple[str, int]]]:
+    found: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for scope in _class_tree(db, cls):
+        for name in _reads(db, *scope):
+            found[name].append(scope)
     return found
 
 
 def _reads(db: BinderState, path: str, idx: int) -> frozenset[str]:
     """The attribute names scope idx reads or calls (on any object), its parameters'
     defaults included."""
-    found = db._read_attrs.get((path, idx))
-    if found is None:
-        calls, attr_reads, _uses = db.bodies(path)[idx]
-        names = {read[0][2] for read in attr_reads}
-        names.update(site.func[2] for site in calls if site.func[0] == "a")
-        for param in db.summaries[path].scopes[idx].params:
-            _attribute_names(param.default, names)
-        found = db._read_attrs[(path, idx)] = frozenset(names)
-    return found
+    return db.caches.read_attrs.ask((path, idx), frozenset(), _reads_of, db, path, idx)
+
+
+def _reads_of(db: BinderState, path: str, idx: int) -> frozenset[str]:
+    calls, attr_reads, _uses = db.bodies(path)[idx]
+    names = {read[0][2] for read in attr_reads}
+    names.update(site.func[2] for site in calls if site.func[0] == "a")
+    for param in db.summaries[path].scopes[idx].params:
+        _attribute_names(param.default, names)
+    return frozenset(names)
 
 
 def _names_up_to_class(db: BinderState, path: str, idx: int) -> list[str]:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import PROTOCOLS, is_accessor_variant, method_kind_of
+from anchor_ls.index.bind.memo import guarded
 from anchor_ls.index.bind.values import cap, set_keys, without_keys
 from anchor_ls.index.state import EMPTY, Ctx, Value, Values
 from anchor_ls.syntax.summary import Binding, Expr, Scope
@@ -24,9 +25,10 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 def names(db: BinderState, path: str, idx: int) -> dict[str, list[Binding]]:
-    tables = db._names.get(path)
+    memo = db.caches.name_tables
+    tables = memo.get(path)
     if tables is None:
-        tables = db._names[path] = [None] * len(db.summaries[path].scopes)
+        tables = memo[path] = [None] * len(db.summaries[path].scopes)
     table = tables[idx]
     if table is None:
         table = defaultdict(list)
@@ -63,10 +65,10 @@ def lookup(db: BinderState, ctx: Ctx, name: str) -> Values:
 
 def _outer(db: BinderState, path: str, idx: int, name: str) -> Values:
     """A name seen from a nested scope: the final state of the enclosing ones."""
-    key = (path, idx, name)
-    cached = db._outer_cache.get(key)
-    if cached is not None:
-        return cached
+    return db.caches.outer.ask((path, idx, name), EMPTY, _outer_of, db, path, idx, name)
+
+
+def _outer_of(db: BinderState, path: str, idx: int, name: str) -> Values:
     scopes = db.summaries[path].scopes
     result: Values | None = None
     while idx >= 0:
@@ -86,7 +88,6 @@ def _outer(db: BinderState, path: str, idx: int, name: str) -> Values:
         idx = scope.parent
     if result is None:
         result = frozenset({("x", f"builtins.{name}")}) if name in _BUILTINS else EMPTY
-    db._outer_cache[key] = result
     return result
 
 
@@ -103,9 +104,20 @@ def reaching(
         values = binding_values(db, path, idx, bindings[0])
         return cap(_mutated(db, path, idx, name, values, pos, bindings[0].pos))
     key = (path, idx, name, pos, blocks)
-    cached = db._lookup_cache.get(key)
-    if cached is not None:
-        return cached
+    return db.caches.lookups.ask(
+        key, EMPTY, _reaching_of, db, path, idx, name, bindings, pos, blocks
+    )
+
+
+def _reaching_of(
+    db: BinderState,
+    path: str,
+    idx: int,
+    name: str,
+    bindings: list[Binding],
+    pos: int | None,
+    blocks: tuple[int, ...],
+) -> Values:
     chosen: list[Binding] = []
     for binding in reversed(bindings):
         if pos is not None and binding.pos > pos:
@@ -119,30 +131,29 @@ def reaching(
     for binding in chosen:
         result |= binding_values(db, path, idx, binding)
     after = min(b.pos for b in chosen)
-    values = cap(_mutated(db, path, idx, name, frozenset(result), pos, after))
-    db._lookup_cache[key] = values
-    return values
+    return cap(_mutated(db, path, idx, name, frozenset(result), pos, after))
 
 
 def binding_values(db: BinderState, path: str, idx: int, binding: Binding) -> Values:
-    key = id(binding)
-    cached = db._binding_values.get(key)
-    if cached is not None and cached[0] is binding:
-        return cached[1]
-    if key in db._in_progress:
-        return EMPTY
-    db._in_progress.add(key)
-    try:
-        value = binding.value
-        if value[0] == "P":
-            values = db.param_values(path, value[1], value[2])
-        else:
-            # evaluated just before the binding takes effect: `a, b = b, a` reads the old a, b
-            values = db.eval(value, Ctx(path, idx, binding.pos - 1, binding.blocks))
-    finally:
-        db._in_progress.discard(key)
-    db._binding_values[key] = (binding, values)
-    return values
+    memo = db.caches.binding_values
+    key = id(binding)  # a binding's own hash would walk its expression
+    cached = memo.get(key)
+    if cached is not None and cached[0] is not binding:  # the id of one gone
+        memo.pop(key)
+    return memo.ask(key, _NO_BINDING, _binding_values_of, db, path, idx, binding)[1]
+
+
+_NO_BINDING: tuple[Binding | None, Values] = (None, EMPTY)
+
+
+def _binding_values_of(
+    db: BinderState, path: str, idx: int, binding: Binding
+) -> tuple[Binding, Values]:
+    value = binding.value
+    if value[0] == "P":
+        return binding, db.param_values(path, value[1], value[2])
+    # evaluated just before the binding takes effect: `a, b = b, a` reads the old a, b
+    return binding, db.eval(value, Ctx(path, idx, binding.pos - 1, binding.blocks))
 
 
 def _mutated(
@@ -156,25 +167,33 @@ def _mutated(
     found = _mutation_table(db, path).get((idx, name))
     if not found:
         return values
-    key = ("mut", path, idx, name)
-    if key in db._in_progress:
-        return values
+    working = db.caches.mutating
+    return guarded(
+        working, (path, idx, name), values, _add_mutations, db, path, idx, values, pos, after, found
+    )
+
+
+def _add_mutations(
+    db: BinderState,
+    path: str,
+    idx: int,
+    values: Values,
+    pos: int | None,
+    after: int,
+    found: list,
+) -> Values:
     last: dict[str, int] = {}  # replaced key -> where it was last set
     for added, scope_idx, at, replaces in found:
         if replaces and scope_idx == idx and at > after and (pos is None or at < pos):
             for k in set_keys(added):
                 last[k] = max(last.get(k, at), at)
-    db._in_progress.add(key)
     out = set(without_keys(values, last)) if last else set(values)
-    try:
-        for added, scope_idx, at, replaces in found:
-            got = db.eval(added, Ctx(path, scope_idx, at))
-            if last:
-                stale = {k: p for k, p in last.items() if p != at} if replaces else last
-                got = without_keys(got, stale)
-            out |= got
-    finally:
-        db._in_progress.discard(key)
+    for added, scope_idx, at, replaces in found:
+        got = db.eval(added, Ctx(path, scope_idx, at))
+        if last:
+            stale = {k: p for k, p in last.items() if p != at} if replaces else last
+            got = without_keys(got, stale)
+        out |= got
     return frozenset(out)
 
 
@@ -283,27 +302,25 @@ def _handed_on(db: BinderState, path: str) -> frozenset[str]:
     """Names of path that may stand for something else than what they were bound to:
     used as a value (passed, returned, stored, aliased), or the object of a method call
     (`ls.sort()`). Reading an item or iterating keeps a list as it is."""
-    found = db._handed.get(path)
-    if found is None:
-        names: set[str] = set()
-        summary = db.summaries[path]
-        bodies = db.bodies(path)
-        for scope, (calls, _reads, _uses) in zip(summary.scopes, bodies, strict=True):
-            for site in calls:
-                if site.kind not in PROTOCOLS:  # what `for` iterates stays as it is
-                    _names_in((site.func, site.args, site.kwargs), names)
-            _names_in([b.value for b in scope.bindings], names)
-            _names_in((scope.return_values, scope.yields, scope.attr_assigns), names)
-            _names_in([added for _name, added, _pos, _replaces in scope.mutations], names)
-        found = db._handed[path] = frozenset(names)
-    return found
+    return db.caches.handed.ask(path, frozenset(), _handed_names, db, path)
+
+
+def _handed_names(db: BinderState, path: str) -> frozenset[str]:
+    names: set[str] = set()
+    summary = db.summaries[path]
+    bodies = db.bodies(path)
+    for scope, (calls, _reads, _uses) in zip(summary.scopes, bodies, strict=True):
+        for site in calls:
+            if site.kind not in PROTOCOLS:  # what `for` iterates stays as it is
+                _names_in((site.func, site.args, site.kwargs), names)
+        _names_in([b.value for b in scope.bindings], names)
+        _names_in((scope.return_values, scope.yields, scope.attr_assigns), names)
+        _names_in([added for _name, added, _pos, _replaces in scope.mutations], names)
+    return frozenset(names)
 
 
 def _mutation_table(db: BinderState, path: str) -> dict[tuple[int, str], list]:
-    table = db._mutations.get(path)
-    if table is None:
-        table = db._mutations[path] = _collect_mutations(db, path)
-    return table
+    return db.caches.mutations.ask(path, {}, _collect_mutations, db, path)
 
 
 def _star_lookup(db: BinderState, path: str, scope: Scope, name: str) -> Values:
@@ -330,29 +347,22 @@ def module_value(db: BinderState, dotted: str, level: int, importer: str) -> Val
 
 
 def module_attr(db: BinderState, module: str, name: str) -> Values:
-    key = (module, name)
-    cached = db._module_attr_cache.get(key)
-    if cached is not None:
-        return cached
-    if key in db._in_progress:
-        return EMPTY
-    db._in_progress.add(key)
-    try:
-        values: Values = EMPTY
-        summary = db.summaries.get(module)
-        if summary is not None:
-            bindings = names(db, module, 0).get(name)
-            if bindings:
-                values = reaching(db, module, 0, name, bindings, None, ())
-            elif summary.scopes[0].star_imports:
-                values = _star_lookup(db, module, summary.scopes[0], name)
-        if not values:
-            sub = db.modules.submodule(module, name)
-            if sub is not None:
-                values = frozenset({("m", sub)})
-    finally:
-        db._in_progress.discard(key)
-    db._module_attr_cache[key] = values
+    return db.caches.module_attrs.ask((module, name), EMPTY, _module_attr_of, db, module, name)
+
+
+def _module_attr_of(db: BinderState, module: str, name: str) -> Values:
+    values: Values = EMPTY
+    summary = db.summaries.get(module)
+    if summary is not None:
+        bindings = names(db, module, 0).get(name)
+        if bindings:
+            values = reaching(db, module, 0, name, bindings, None, ())
+        elif summary.scopes[0].star_imports:
+            values = _star_lookup(db, module, summary.scopes[0], name)
+    if not values:
+        sub = db.modules.submodule(module, name)
+        if sub is not None:
+            values = frozenset({("m", sub)})
     return values
 
 
@@ -364,15 +374,15 @@ def method_kind(db: BinderState, path: str, idx: int) -> str:
 def children(db: BinderState, path: str) -> list[list[int]]:
     """The scopes directly inside each scope of path, in order: asked for every class,
     a scan of the file each time made a file of many classes quadratic."""
+    return db.caches.children.ask(path, [], _children_of, db, path)
+
+
+def _children_of(db: BinderState, path: str) -> list[list[int]]:
     scopes = db.summaries[path].scopes
-    kept = db._children.get(path)
-    if kept is not None and kept[0] is scopes:
-        return kept[1]
     table: list[list[int]] = [[] for _ in scopes]
     for i, scope in enumerate(scopes):
         if scope.parent >= 0:
             table[scope.parent].append(i)
-    db._children[path] = (scopes, table)
     return table
 
 
