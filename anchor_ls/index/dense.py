@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from anchor_ls.index.bind import classes, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import is_settings_module, value_names_in
+from anchor_ls.index.bind.values import in_order
 from anchor_ls.index.decorators import decorator_kind
 from anchor_ls.index.model import CONFIG_USAGE, CONST_REF, ENV_VAR, IO_DEP
 from anchor_ls.index.state import Ctx, FileFacts, Value, Values
@@ -212,7 +213,7 @@ def external_call(
     if site.kind != "call":
         return
     ctx: Ctx | None = None
-    for value in callees:
+    for value in in_order(callees):
         if value[0] != "x":
             continue
         dotted = value[1].replace("()", "")
@@ -293,7 +294,7 @@ def resolve_attribute_reads(
 def settings_targets(db: BinderState, owner: Values, name: str) -> list[str]:
     """The setting `owner.name` reads, when owner is a settings object: where the
     repository defines it (its settings modules), else `setting:NAME`."""
-    if name.startswith("_") or not any(_is_settings_object(db, v, name) for v in owner):
+    if name.startswith("_") or not any(_is_settings_object(db, v, name) for v in in_order(owner)):
         return []
     return setting_definitions(db).get(name) or [f"setting:{name}"]
 

@@ -17,7 +17,7 @@ from anchor_ls.index.bind import lookup
 from anchor_ls.index.bind.db import BinderState, ClassTables, Share
 from anchor_ls.index.bind.definitions import property_names_in
 from anchor_ls.index.bind.memo import guarded
-from anchor_ls.index.bind.values import cap
+from anchor_ls.index.bind.values import cap, in_order, value_key
 from anchor_ls.index.mro import Linearization, mro_of
 from anchor_ls.index.state import EMPTY, Ctx, Value, Values
 from anchor_ls.syntax.summary import Expr
@@ -31,7 +31,7 @@ def class_bases(db: BinderState, cls: tuple[str, int]) -> list[Value]:
     for base in scope.bases:
         if base[0] == "s":  # Base[T]
             base = base[1]
-        for v in sorted(db.eval(base, ctx)):
+        for v in sorted(db.eval(base, ctx), key=value_key):
             if v not in out:
                 out.append(v)
     return out
@@ -142,7 +142,7 @@ def metaclass_call(db: BinderState, cls: tuple[str, int]) -> Values:
     assert scope.metaclass is not None
     meta = db.eval(scope.metaclass, Ctx(klass[0], scope.parent, None))
     out: set[Value] = set()
-    for m in meta:
+    for m in in_order(meta):
         if m[0] == "c":
             out |= class_attr(db, (m[1], m[2]), "__call__", bound=True)
     return frozenset(out)
@@ -175,7 +175,7 @@ def _stored_and_getters(db: BinderState, cls: tuple[str, int], name: str) -> tup
     if klass is not None:
         bindings = lookup.names(db, *klass)[name]
         values = lookup.reaching(db, klass[0], klass[1], name, bindings, None, ())
-        for v in values:
+        for v in in_order(values):
             if v[0] == "f" and _is_property(db, v):
                 getters.append(v)
             else:
@@ -248,7 +248,7 @@ def _inst_attrs_of(db: BinderState, cls: tuple[str, int]) -> dict[str, list]:
 
 def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
     out: set[Value] = set()
-    for v in class_attr(db, cls, name, bound=True, start=1):
+    for v in in_order(class_attr(db, cls, name, bound=True, start=1)):
         if v[0] == "f" and _is_property(db, v):
             out |= _read_property(db, v, ctx)
         else:
@@ -281,7 +281,7 @@ def refresh_classes(db: BinderState, paths: Iterable[str]) -> dict[str, set[str]
     out: dict[str, set[str]] = defaultdict(set)
     for path in paths:
         for names, bases in _class_changes(before[path], db._tables.shares.get(path)):
-            for base in bases:
+            for base in sorted(bases):
                 for ancestor in mro(db, base) if base[0] in db.summaries else ():
                     out[ancestor[0]] |= names
     return out
@@ -395,7 +395,7 @@ def overrides(db: BinderState, cls: tuple[str, int], name: str) -> frozenset[Val
 
 def _override_set(db: BinderState, found: set[tuple[str, int]], name: str) -> Values:
     out: set[Value] = set()
-    for klass in found:
+    for klass in sorted(found):
         out |= _override_values(db, klass, name)
     return cap(out)
 
@@ -436,11 +436,11 @@ def _overrides_down_tree(
         if node != cls and (node, name) in memo.working:
             return False
         order.append(node)
-        todo.extend(s for s in table.get(node, ()) if (s, name) not in memo)
+        todo.extend(sorted(s for s in table.get(node, ()) if (s, name) not in memo))
     for node in reversed(order):  # subclasses before their bases
         key = (node, name)
         if key not in memo:
-            subs = table.get(node, ())
+            subs = sorted(table.get(node, ()))
             memo[key] = guarded(
                 memo.working, key, EMPTY, _overrides_of_subs, db, subs, name, definers
             )
@@ -525,7 +525,7 @@ def _overriding(
                 found.add(klass)  # its own MRO starts with it
             elif klass not in line:
                 walk |= subclasses(db, klass) & subs
-    for sub in walk:
+    for sub in sorted(walk):
         for klass in mro(db, sub):
             if klass in definers:
                 found.add(klass)

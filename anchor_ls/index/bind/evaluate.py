@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from anchor_ls.index.bind import classes, lookup
 from anchor_ls.index.bind.db import BinderState
-from anchor_ls.index.bind.values import cap, dict_key
+from anchor_ls.index.bind.values import cap, dict_key, in_order
 from anchor_ls.index.state import EMPTY, Ctx, Value, Values
 from anchor_ls.syntax.summary import Binding, Expr, Param
 
@@ -95,7 +95,7 @@ def eval(db: BinderState, expr: Expr, ctx: Ctx) -> Values:
 
 def attribute(db: BinderState, bases: Values, name: str, ctx: Ctx) -> Values:
     out: set[Value] = set()
-    for base in bases:
+    for base in in_order(bases):
         kind = base[0]
         if kind == "m":
             out |= lookup.module_attr(db, base[1], name)
@@ -135,7 +135,7 @@ def subscript(db: BinderState, bases: Values, key: Expr) -> Values:
 
 def elements(db: BinderState, values: Values) -> Values:
     out: set[Value] = set()
-    for v in values:
+    for v in in_order(values):
         if v[0] == "L":
             out |= v[1]
         elif v[0] == "D":
@@ -143,14 +143,15 @@ def elements(db: BinderState, values: Values) -> Values:
         elif v[0] == "g":
             out |= yields(db, (v[1], v[2]))
         elif v[0] in ("i", "I"):  # __iter__ a generator, or an iterator whose __next__ returns
-            for fn in classes.instance_attr(db, (v[1], v[2]), "__iter__", None):
+            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__iter__", None)):
                 if fn[0] not in ("f", "b"):
                     continue
-                for it in returns(db, (fn[1], fn[2])):
+                for it in in_order(returns(db, (fn[1], fn[2]))):
                     if it[0] == "g":
                         out |= yields(db, (it[1], it[2]))
                     elif it[0] in ("i", "I"):
-                        for nxt in classes.instance_attr(db, (it[1], it[2]), "__next__", None):
+                        nexts = classes.instance_attr(db, (it[1], it[2]), "__next__", None)
+                        for nxt in in_order(nexts):
                             if nxt[0] in ("f", "b"):
                                 out |= returns(db, (nxt[1], nxt[2]))
     return frozenset(out)
@@ -178,11 +179,11 @@ def starred(db: BinderState, expr: Expr, start: int, after: int, ctx: Ctx) -> Va
 def entered(db: BinderState, values: Values) -> Values:
     """What `with value as x` binds: __enter__'s result, or the value itself."""
     out: set[Value] = set()
-    for v in values:
+    for v in in_order(values):
         if v[0] in ("i", "I"):
             enter = classes.instance_attr(db, (v[1], v[2]), "__enter__", None)
             if enter:
-                for fn in enter:
+                for fn in in_order(enter):
                     if fn[0] in ("f", "b"):
                         out |= returns(db, (fn[1], fn[2]))
                 continue
@@ -343,7 +344,7 @@ def _yields_of(db: BinderState, fn: tuple[str, int]) -> Values:
 
 def call_result(db: BinderState, callees: Values, call: Expr, ctx: Ctx) -> Values:
     out: set[Value] = set()
-    for v in callees:
+    for v in in_order(callees):
         kind = v[0]
         if kind in ("f", "b"):
             passed = _passed_through(db, (v[1], v[2]), kind == "b", call, ctx)
@@ -351,7 +352,7 @@ def call_result(db: BinderState, callees: Values, call: Expr, ctx: Ctx) -> Value
         elif kind == "c":
             out.add(("i", v[1], v[2]))
         elif kind in ("i", "I"):
-            for fn in classes.instance_attr(db, (v[1], v[2]), "__call__", None):
+            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__call__", None)):
                 if fn[0] in ("f", "b"):
                     out |= returns(db, (fn[1], fn[2]))
         elif kind == "x":
@@ -527,7 +528,7 @@ def decoration(db: BinderState, path: str, idx: int, start: int = 0) -> tuple[Va
     # the bottom decorator applies first
     for at in range(len(scope.decorators) - 1, start - 1, -1):
         made: set[Value] = set()
-        for dec in eval(db, scope.decorators[at], ctx):
+        for dec in in_order(eval(db, scope.decorators[at], ctx)):
             if dec[0] == "c":
                 made.add(("i", dec[1], dec[2]))
                 wrapping.add((dec[1], dec[2]))

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable
 
 from anchor_ls.index.bind import classes, evaluate, lookup
 from anchor_ls.index.bind.db import BinderState
+from anchor_ls.index.bind.values import in_order
 from anchor_ls.index.state import EMPTY, Value, Values, renumbered
 
 
@@ -241,7 +242,9 @@ def _with_bases(db: BinderState, values: Values) -> tuple[Values, frozenset]:
     """values, and the bases of each class among them (or of its instances): a class
     defined in a function can take its bases from the function's parameters."""
     return values, frozenset(
-        (v, tuple(classes.mro(db, (v[1], v[2])))) for v in values if v[0] in ("c", "i", "I")
+        (v, tuple(classes.mro(db, (v[1], v[2]))))
+        for v in in_order(values)
+        if v[0] in ("c", "i", "I")
     )
 
 

@@ -16,7 +16,7 @@ from anchor_ls.index import dense
 from anchor_ls.index.bind import classes, evaluate, flow, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import PROTOCOLS
-from anchor_ls.index.bind.values import interesting
+from anchor_ls.index.bind.values import in_order, interesting
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values
 from anchor_ls.syntax.summary import UNKNOWN, CallSite, Expr
 
@@ -48,7 +48,7 @@ def call_targets(
     Calling a decorated function calls it and the wrapper its decorators return, unless
     the caller is one of those wrappers (which calls what it wraps)."""
     out: list[tuple[Value, tuple[str, int] | None, bool]] = []
-    for v in callees:
+    for v in in_order(callees):
         kind = v[0]
         if kind in ("f", "b"):
             out.append((("f", v[1], v[2]), (v[1], v[2]), kind == "b"))
@@ -65,11 +65,11 @@ def call_targets(
             init = classes.class_attr(db, (v[1], v[2]), "__init__", bound=True)
             init |= classes.class_attr(db, (v[1], v[2]), "__new__", bound=True)
             init |= classes.metaclass_call(db, (v[1], v[2]))
-            for fn in init:
+            for fn in in_order(init):
                 if fn[0] in ("f", "b"):
                     out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), True))
         elif kind in ("i", "I"):
-            for fn in classes.instance_attr(db, (v[1], v[2]), "__call__", None):
+            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__call__", None)):
                 if fn[0] in ("f", "b"):
                     out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), fn[0] == "b"))
     return out
@@ -204,7 +204,7 @@ def _resolve_site(
         targets.append((("f", fn[1], fn[2]), None, True))
     for fn in _callbacks(db, callees, site, ctx):
         targets.append((fn, None, False))
-    for fn in _special_methods(db, callees, site, ctx):
+    for fn in in_order(_special_methods(db, callees, site, ctx)):
         targets.append((fn, None, True))
     if not targets:
         counts[1 if any(v[0] == "x" for v in callees) else 2] += 1
@@ -242,7 +242,7 @@ def _resolve_implicit(
     else:
         opener, closer = PROTOCOLS[site.kind]
         targets = set()
-        for v in values:
+        for v in in_order(values):
             if v[0] not in ("i", "I"):
                 continue
             opened = evaluate.attribute(db, frozenset({v}), opener, ctx)
@@ -266,7 +266,7 @@ def _resolve_implicit(
 def _callbacks(db: BinderState, callees: Values, site: CallSite, ctx: Ctx) -> list[Value]:
     """The functions `map(f, xs)`, `sorted(xs, key=f)` and the like call."""
     out: list[Value] = []
-    for v in callees:
+    for v in in_order(callees):
         if v[0] != "x" or v[1] not in _CALLBACK_CALLERS:
             continue
         keyword = _CALLBACK_CALLERS[v[1]]
@@ -284,12 +284,12 @@ def _special_methods(db: BinderState, callees: Values, site: CallSite, ctx: Ctx)
     """The `__str__`, `__len__`, ... of repository classes that `str(x)`, `len(x)`,
     `print(x)` and the like run (see _DUNDER_CALLERS)."""
     out: set[Value] = set()
-    for v in callees:
+    for v in in_order(callees):
         if v[0] != "x" or v[1] not in _DUNDER_CALLERS:
             continue
         method, count = _DUNDER_CALLERS[v[1]]
         for expr in [a for a in site.args if a[0] != "*"][:count]:
-            for inst in evaluate.eval(db, expr, ctx):
+            for inst in in_order(evaluate.eval(db, expr, ctx)):
                 if inst[0] in ("i", "I"):
                     found = evaluate.attribute(db, frozenset({inst}), method, ctx)
                     out |= {("f", fn[1], fn[2]) for fn in found if fn[0] in ("f", "b")}
@@ -331,7 +331,7 @@ def _flow_args(
     keyed: list[tuple[str, Values]] = []
     for name, expr in site.kwargs:
         if name == "**":  # `f(**kwargs)`: forward each known key
-            for d in evaluate.eval(db, expr, ctx):
+            for d in in_order(evaluate.eval(db, expr, ctx)):
                 if d[0] == "D":
                     keyed.extend((k, interesting(v)) for k, v in d[1] if k != "*")
         elif name in by_name or starstar is not None:

@@ -1,9 +1,16 @@
 """Operations on sets of the binder's abstract values (see anchor_ls.index.state).
 
+Sets of values are walked in an order of their own (in_order), never in the order they
+hash to: the binder cuts a value short where it meets it again inside its own
+evaluation, so which member of a set it evaluates first decides what a cycle gives, and
+the hash order of a value (a tuple of strings) changes with PYTHONHASHSEED.
+
 Plain functions of values; they never look anything up and never keep a cache.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from anchor_ls.index.state import Value, Values
 from anchor_ls.syntax.summary import Expr
@@ -42,7 +49,32 @@ def interesting(values: Values) -> Values:
     return frozenset(v for v in values if v[0] != "x")
 
 
+def value_key(value: Value) -> tuple:
+    """A value as a tuple of strings and numbers alone: the sets inside a container
+    value sorted (a set compares by inclusion, and walks in hash order)."""
+    tag = value[0]
+    if tag == "L":
+        return ("L", tuple(sorted(map(value_key, value[1]))))
+    if tag == "D":
+        return ("D", tuple((k, tuple(sorted(map(value_key, vs)))) for k, vs in value[1]))
+    if tag == "dv":
+        return ("dv", value_key(value[1]), value[2])
+    return value
+
+
+def in_order(values: Iterable[Value]) -> Iterable[Value]:
+    """values sorted by value_key (a set of fewer than two as it is)."""
+    if len(values) < 2:  # type: ignore[arg-type]
+        return values
+    return sorted(values, key=value_key)
+
+
+def _cap_key(value: Value) -> str:
+    return repr(value_key(value))
+
+
 def cap(values: set[Value] | Values) -> Values:
+    """values, or the first MAX_VALUES of them by the text of their value_key."""
     if len(values) > MAX_VALUES:
-        return frozenset(sorted(values, key=repr)[:MAX_VALUES])
+        return frozenset(sorted(values, key=_cap_key)[:MAX_VALUES])
     return frozenset(values)
