@@ -1,5 +1,5 @@
 """`anchor-ls` and `python -m anchor_ls`: the CLI, with nothing of the working directory on
-sys.path (see syspath) and under a fixed hash seed (see hashseed).
+sys.path (see syspath).
 
 No `from __future__` here: that too is an import through sys.path.
 """
@@ -9,9 +9,6 @@ from anchor_ls.syspath import keep_repository_off_path
 
 def main() -> int:
     keep_repository_off_path()  # first: every import after it goes through sys.path
-    from anchor_ls.hashseed import rerun_with_fixed_seed
-
-    rerun_with_fixed_seed()  # before the imports below: they take 0.3 s
     from anchor_ls.cli import main as cli_main
 
     return cli_main()

@@ -6,7 +6,7 @@ CLI there. `python -m` and `python -c` put that folder first on sys.path, so a r
 multiprocessing's resource tracker) starts as `python -c ...` there, and a worker then takes
 the parent's sys.path. So the programs drop the working directory from their sys.path first
 thing, and every interpreter they start gets PYTHONSAFEPATH=1, which keeps it off there too
-(as -P does; -I would also drop PYTHONHASHSEED, which the programs run under, see hashseed).
+(as -P does; -I would also drop the rest of the environment, PYTHONSAFEPATH included).
 
 The one exception is a checkout of anchor-ls run in place (`python -m anchor_ls` in the
 folder that holds the package): there the working directory is where the program itself
@@ -32,7 +32,7 @@ def runs_in_place() -> bool:
 
 def keep_repository_off_path() -> None:
     """Drop '' and the working directory from sys.path and start every interpreter of this
-    process (a run again, a worker) without it, unless the program runs in place."""
+    process (a worker, multiprocessing's helpers) without it, unless the program runs in place."""
     if runs_in_place():
         return
     try:

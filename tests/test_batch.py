@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from support.planted import marks_left, plant
 
-from anchor_ls import hashseed
 from anchor_ls.batch.manifest import parse_lines
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
@@ -111,10 +110,9 @@ def make_repo(root: Path) -> tuple[Path, list[str]]:
 
 
 def env() -> dict[str, str]:
-    """The programs' own environment: they run again under hash seed 0 (see hashseed)."""
-    out = {k: v for k, v in os.environ.items() if k not in (hashseed.ANY_SEED, "PYTHONSAFEPATH")}
-    out.pop("PYTHONHASHSEED", None)
-    return out
+    """The environment a user's shell gives: any hash seed, no PYTHONSAFEPATH (the programs
+    set it for what they start)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONHASHSEED", "PYTHONSAFEPATH")}
 
 
 def anchor_ls(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.index import CALLS, Index
-from anchor_ls.index.binder import Binder
+from anchor_ls.index.bind import evaluate
+from anchor_ls.index.bind.db import BinderState
 
 CASES = {
     # http/cookiejar.py: `h = standard.get; expires = h("expires")` on a dict whose keys
@@ -64,10 +65,10 @@ def test_a_binder_error_between_rounds_widens_the_next_round(
         encoding="utf-8",
     )
 
-    def broken(self: Binder, fn: tuple[str, int]) -> frozenset:
+    def broken(db: BinderState, fn: tuple[str, int]) -> frozenset:
         raise RuntimeError("a binder bug")
 
-    monkeypatch.setattr(Binder, "yields", broken)  # read by the comparison alone here
+    monkeypatch.setattr(evaluate, "yields", broken)  # read by the comparison alone here
     index = Index(tmp_path, use_cache=False)
     index.build()
     assert "m.py:on_save" in index.graph.out(CALLS, "m.py:main")

@@ -2,10 +2,10 @@
 
 Editors start the server with the working directory at the repository, and people run the
 CLI there. A repository's `json/`, `multiprocessing/` or `sitecustomize.py` would run if
-the working directory were on sys.path of the program, of its run again under a fixed hash
-seed, or of its parse and resolution workers (which start as fresh interpreters with
-`-c`). The repositories here plant such modules (see planted) and the programs run in them,
-with enough files for workers; no module may leave its mark.
+the working directory were on sys.path of the program or of its parse and resolution
+workers (which start as fresh interpreters with `-c`). The repositories here plant such
+modules (see planted) and the programs run in them, with enough files for workers; no
+module may leave its mark.
 
 `python -m anchor_ls` itself finds the package `anchor_ls` from the working directory
 before anything of anchor-ls runs: a repository's own `anchor_ls/` is out of its hands
@@ -29,15 +29,15 @@ from support.lsp import start
 from support.planted import marks_left, plant
 from support.processes import children
 
-from anchor_ls import hashseed, syspath
+from anchor_ls import syspath
 from anchor_ls.index import Index
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
 FILES = 240  # over the size from which the server parses in spawned workers
-# (how the program is started, PYTHONHASHSEED): unset, it runs again under seed 0; with 0
-# it goes on in the process it was started as
+# (how the program is started, PYTHONHASHSEED): a random seed or a fixed one, the program
+# goes on in the process it was started as
 CASES = {
     "console-script": (["anchor-ls"], None),
     "console-script-seed-0": (["anchor-ls"], "0"),
@@ -66,7 +66,7 @@ def setup(tmp_path: Path, case: str) -> tuple[Path, Path, list[str], dict[str, s
     if prefix[0] == "anchor-ls":
         assert ANCHOR_LS is not None, "the console script is installed beside the interpreter"
         prefix = [ANCHOR_LS]
-    env = {k: v for k, v in os.environ.items() if k not in (hashseed.ANY_SEED, "PYTHONSAFEPATH")}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
     env.pop("PYTHONHASHSEED", None)
     if seed is not None:
         env["PYTHONHASHSEED"] = seed

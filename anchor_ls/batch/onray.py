@@ -1,7 +1,7 @@
 """Chains as Ray tasks (the optional extra `anchor-ls[ray]`): one streaming task per chain,
 its results coming back to the driver as each task of the chain ends.
 
-Workers start with PYTHONSAFEPATH=1 and PYTHONHASHSEED=0 (the runtime environment of the
+Workers start with PYTHONSAFEPATH=1 (the runtime environment of the
 job), so that the graph is the one the CLI makes. Ray itself puts the driver's working
 folder first on every worker's sys.path (and runs a local cluster's workers there), so the
 driver starts Ray from an empty folder of its own; a chain also drops the working folder
@@ -23,7 +23,7 @@ from anchor_ls.batch.chain import Chain, Settings, failed
 from anchor_ls.batch.manifest import Task
 
 Deliver = Callable[[dict[str, Any]], None]
-RUNTIME_ENV = {"env_vars": {"PYTHONSAFEPATH": "1", "PYTHONHASHSEED": "0"}}
+RUNTIME_ENV = {"env_vars": {"PYTHONSAFEPATH": "1"}}
 
 
 class RayMissing(Exception):

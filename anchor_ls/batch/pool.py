@@ -1,8 +1,8 @@
 """Chains on a local process pool: a result comes back through a queue as each task ends.
 
 Workers are fresh interpreters (spawn): they get the program's sys.path, which holds
-nothing of the working folder (see syspath), and its environment, PYTHONSAFEPATH and
-PYTHONHASHSEED included. A worker that dies takes its chain's open tasks with it: they
+nothing of the working folder (see syspath), and its environment, PYTHONSAFEPATH
+included. A worker that dies takes its chain's open tasks with it: they
 are failed results, and the other chains go on.
 """
 

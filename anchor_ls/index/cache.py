@@ -28,8 +28,8 @@ def _engine_digest() -> str:
     h = hashlib.blake2b(digest_size=8)
     package = Path(__file__).resolve().parent.parent
     for folder in ("syntax", "index"):
-        for source in sorted((package / folder).glob("*.py")):
-            h.update(source.name.encode())
+        for source in sorted((package / folder).rglob("*.py")):
+            h.update(str(source.relative_to(package)).encode())
             h.update(source.read_bytes())
     return h.hexdigest()
 

@@ -7,17 +7,19 @@ function), never a name alone. Kinds and targets are those of DESIGN.md.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from anchor_ls.index.bind import classes, lookup
+from anchor_ls.index.bind.db import BinderState
+from anchor_ls.index.bind.definitions import is_settings_module, value_names_in
+from anchor_ls.index.bind.values import in_order
 from anchor_ls.index.decorators import decorator_kind
 from anchor_ls.index.model import CONFIG_USAGE, CONST_REF, ENV_VAR, IO_DEP
 from anchor_ls.index.state import Ctx, FileFacts, Value, Values
+from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.parse import is_constant_name
 from anchor_ls.syntax.summary import CallSite
-
-if TYPE_CHECKING:
-    from anchor_ls.index.binder import Binder
 
 _ENV_MAPPINGS = frozenset({"os.environ", "os.environb"})
 _ENV_CALLS = frozenset(
@@ -205,13 +207,13 @@ def io_kind(dotted: str) -> str | None:
 
 
 def external_call(
-    binder: Binder, path: str, idx: int, site: CallSite, callees: Values, facts: FileFacts
+    db: BinderState, path: str, idx: int, site: CallSite, callees: Values, facts: FileFacts
 ) -> None:
     """Facts of a call to something outside the repository: effects, environment, settings."""
     if site.kind != "call":
         return
     ctx: Ctx | None = None
-    for value in callees:
+    for value in in_order(callees):
         if value[0] != "x":
             continue
         dotted = value[1].replace("()", "")
@@ -221,8 +223,8 @@ def external_call(
         args = site.args
         if dotted == "builtins.getattr" and len(args) > 1 and args[1][0] == "k":
             ctx = ctx or Ctx(path, idx, site.pos, site.blocks)
-            owner = binder.eval(args[0], ctx)
-            for target in settings_targets(binder, owner, str(args[1][1])):
+            owner = db.eval(args[0], ctx)
+            for target in settings_targets(db, owner, str(args[1][1])):
                 facts.dense[(idx, CONFIG_USAGE, target)].append(site.span)
         if not args or args[0][0] != "k":
             continue
@@ -234,28 +236,28 @@ def external_call(
 
 
 def resolve_uses(
-    binder: Binder, path: str, idx: int, uses: Sequence[tuple], facts: FileFacts
+    db: BinderState, path: str, idx: int, uses: Sequence[tuple], facts: FileFacts
 ) -> None:
     """References, constant reads and keyed reads (`os.environ["K"]`) of one scope."""
-    names = binder.value_names()
+    names = value_names(db)
     for tag, expr, span, pos, blocks in uses:
         if tag == "r":
             if (expr[1] if expr[0] == "n" else expr[2]) not in names:
                 continue
-            if expr[0] == "n" and _is_parameter(binder, path, idx, expr[1]):
+            if expr[0] == "n" and _is_parameter(db, path, idx, expr[1]):
                 continue  # passing on what a caller passed in: the caller made the reference
-            for value in binder.eval(expr, Ctx(path, idx, pos, blocks)):
+            for value in db.eval(expr, Ctx(path, idx, pos, blocks)):
                 if value[0] in ("f", "b", "c"):
                     facts.refs[(idx, ("f" if value[0] == "b" else value[0], *value[1:]))].append(
                         span
                     )
         elif tag == "n":
-            origin = binder.constant_origin(path, idx, expr[1])
+            origin = constant_origin(db, path, idx, expr[1])
             if origin is not None and origin[0] != path:
                 facts.dense[(idx, CONST_REF, f"{origin[0]}:{origin[1]}")].append(span)
         else:  # "s": a constant key read from a mapping
             key = str(expr[2][1])
-            for value in binder.eval(expr[1], Ctx(path, idx, pos, blocks)):
+            for value in db.eval(expr[1], Ctx(path, idx, pos, blocks)):
                 if value[0] != "x":
                     continue
                 dotted = value[1].replace("()", "")
@@ -266,52 +268,52 @@ def resolve_uses(
 
 
 def resolve_attribute_reads(
-    binder: Binder, path: str, idx: int, attr_reads: Sequence[tuple], facts: FileFacts
+    db: BinderState, path: str, idx: int, attr_reads: Sequence[tuple], facts: FileFacts
 ) -> None:
     """`config.TIMEOUT` (a module constant) and `settings.DEBUG` (a setting)."""
-    local = binder.scope(path, idx).kind != "module"
+    local = db.scope(path, idx).kind != "module"
     for expr, span, pos, blocks in attr_reads:
         name = expr[2]
         constant = is_constant_name(name)
         base = expr[1]
         if not constant and not (base[0] == "n" and _may_hold_settings(base[1])):
             continue
-        owner = binder.eval(base, Ctx(path, idx, pos, blocks))
+        owner = db.eval(base, Ctx(path, idx, pos, blocks))
         for value in owner:
             if value[0] == "m" and constant:
-                origin = binder.module_constant(value[1], name)
+                origin = module_constant(db, value[1], name)
                 if origin is not None and origin[0] != path:
                     facts.dense[(idx, CONST_REF, f"{origin[0]}:{origin[1]}")].append(span)
-        if local and base[0] == "n" and base[1] in binder.names(path, idx):
+        if local and base[0] == "n" and base[1] in lookup.names(db, path, idx):
             # a local object is not the module-level config object the issue means
             owner = frozenset(v for v in owner if v[0] == "x")
-        for target in settings_targets(binder, owner, name):
+        for target in settings_targets(db, owner, name):
             facts.dense[(idx, CONFIG_USAGE, target)].append(span)
 
 
-def settings_targets(binder: Binder, owner: Values, name: str) -> list[str]:
+def settings_targets(db: BinderState, owner: Values, name: str) -> list[str]:
     """The setting `owner.name` reads, when owner is a settings object: where the
     repository defines it (its settings modules), else `setting:NAME`."""
-    if name.startswith("_") or not any(_is_settings_object(binder, v, name) for v in owner):
+    if name.startswith("_") or not any(_is_settings_object(db, v, name) for v in in_order(owner)):
         return []
-    return binder.setting_definitions().get(name) or [f"setting:{name}"]
+    return setting_definitions(db).get(name) or [f"setting:{name}"]
 
 
-def _is_settings_object(binder: Binder, value: Value, name: str) -> bool:
+def _is_settings_object(db: BinderState, value: Value, name: str) -> bool:
     kind = value[0]
     if kind == "x":
         return value[1] in _SETTINGS_OBJECTS and is_constant_name(name)
     if kind not in ("i", "I"):
         return False
     cls = (value[1], value[2])
-    if not binder.scope(*cls).name.endswith(_SETTINGS_CLASS_SUFFIXES):
+    if not db.scope(*cls).name.endswith(_SETTINGS_CLASS_SUFFIXES):
         return False
     # A method or property of the settings class is behaviour, not a setting.
-    return not any(v[0] in ("f", "b") for v in binder.class_attr(cls, name, bound=True))
+    return not any(v[0] in ("f", "b") for v in classes.class_attr(db, cls, name, bound=True))
 
 
 def decorator_reference(
-    binder: Binder, path: str, idx: int, site: CallSite, callees: Values, facts: FileFacts
+    db: BinderState, path: str, idx: int, site: CallSite, callees: Values, facts: FileFacts
 ) -> None:
     """`@register` hands the definition to the decorator: a reference, unless the decorator
     only reshapes it (property, staticmethod, functools.wraps, dataclass, ...)."""
@@ -322,12 +324,12 @@ def decorator_reference(
         return
     if callees and all(v[0] == "x" and v[1].startswith(_RESHAPING) for v in callees):
         return
-    kind = "c" if binder.scope(path, decorated[1]).kind == "class" else "f"
+    kind = "c" if db.scope(path, decorated[1]).kind == "class" else "f"
     facts.refs[(idx, (kind, path, decorated[1]))].append(site.span)
 
 
-def _is_parameter(binder: Binder, path: str, idx: int, name: str) -> bool:
-    bindings = binder.names(path, idx).get(name)
+def _is_parameter(db: BinderState, path: str, idx: int, name: str) -> bool:
+    bindings = lookup.names(db, path, idx).get(name)
     return bool(bindings) and all(b.value[0] == "P" for b in bindings)
 
 
@@ -335,3 +337,73 @@ def _may_hold_settings(name: str) -> bool:
     """A name worth evaluating for settings reads: `settings`, `config`, `app_settings`..."""
     lowered = name.lower()
     return lowered in _SETTINGS_NAMES or lowered.endswith(("_settings", "_config", "_conf"))
+
+
+# ----- constants and settings ---------------------------------------------------
+def value_names(db: BinderState) -> frozenset[str]:
+    """The names a reference can be made through: those of functions and classes, and
+    aliases of them (`h = f`, `self.cb = f`, two levels deep). Others are not worth
+    evaluating."""
+    if db._value_names is None:
+        db._value_names = frozenset(value_names_in(db.summaries.values(), frozenset()))
+    return db._value_names
+
+
+def constant_names(db: BinderState, path: str) -> frozenset[str]:
+    return db.constants.ask(path, frozenset(), _constant_names_of, db, path)
+
+
+def _constant_names_of(db: BinderState, path: str) -> frozenset[str]:
+    return frozenset(c[0] for c in db.summaries[path].constants)
+
+
+def constant_origin(db: BinderState, path: str, idx: int, name: str) -> tuple[str, str] | None:
+    """Where the module constant a name read in scope idx comes from, if it is one."""
+    scopes = db.summaries[path].scopes
+    cur = idx
+    while cur >= 0:
+        scope = scopes[cur]
+        if (cur == idx or scope.kind != "class") and (
+            name in lookup.names(db, path, cur) or (cur == 0 and scope.star_imports)
+        ):
+            return module_constant(db, path, name) if cur == 0 else None
+        if name in scope.global_names:
+            return module_constant(db, path, name)
+        cur = scope.parent
+    return None
+
+
+def module_constant(
+    db: BinderState, path: str, name: str, depth: int = 0
+) -> tuple[str, str] | None:
+    """The module constant `name` of module path is, through imports and re-exports."""
+    if depth > 8 or path not in db.summaries:
+        return None
+    if name in constant_names(db, path):
+        return (path, name)
+    module = db.summaries[path].scopes[0]
+    for binding in lookup.names(db, path, 0).get(name, ()):
+        value = binding.value
+        if value[0] == "if":
+            target = db.modules.resolve(value[1], value[2], path)
+            if target is not None:
+                return module_constant(db, target, value[3], depth + 1)
+    if name not in lookup.names(db, path, 0):
+        for star, level, _pos in module.star_imports:
+            target = db.modules.resolve(star, level, path)
+            found = module_constant(db, target, name, depth + 1) if target else None
+            if found is not None:
+                return found
+    return None
+
+
+def setting_definitions(db: BinderState) -> dict[str, list[str]]:
+    """Setting name -> the constants that define it in the repository's settings modules."""
+    if db._setting_defs is None:
+        defs: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(db.summaries):
+            if is_settings_module(path) and not is_test_path(path):
+                for name in sorted(constant_names(db, path)):
+                    defs[name].append(f"{path}:{name}")
+        db._setting_defs = dict(defs)
+    return db._setting_defs

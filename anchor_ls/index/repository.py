@@ -14,15 +14,15 @@ import threading
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
 from anchor_ls import __version__
 from anchor_ls.index import facts as factlib
+from anchor_ls.index.bind.rounds import reresolve, resolve_all
 from anchor_ls.index.binder import Binder
-from anchor_ls.index.bodies import BodyEdit, body_edit, first_changed_line, moved
+from anchor_ls.index.bodies import BodyEdit, body_edit, first_changed_line
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
@@ -48,7 +48,6 @@ from anchor_ls.syspath import start_children_safe
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
-_MAX_ROUNDS = 4  # argument facts flow one call deeper per round
 _PARALLEL_MIN_FILES = 64
 _SERVED_MIN_FILES = 200  # spawning workers (about a second) is worth it from about here
 
@@ -378,24 +377,8 @@ class Index:
             if progress and (done % 50 == 0 or done == n):
                 progress(n + done, 2 * n, rel)
 
-        todo: dict[str, set[int] | None] = dict.fromkeys(paths)
         with Shares(self.binder, context, origin) as rounds:
-            for round_ in range(_MAX_ROUNDS):
-                resolved = rounds.resolve(todo, self._facts, None if round_ else on_file)
-                passed = sorted((rel, contrib) for rel, _facts, contrib in resolved)
-                grown: set[tuple[str, int]] = set()
-                for rel, facts, _contrib in resolved:
-                    self._facts[rel] = facts
-                before = dict(self.binder.param_facts)
-                for rel, contrib in passed:
-                    grown |= self.binder.set_contribution(rel, contrib)
-                if not grown or round_ == _MAX_ROUNDS - 1:
-                    break
-                evaluated = rounds.learn(passed, grown)
-                returning, storing = self.binder.results_changed(grown, before, evaluated)
-                by_file = _scopes_by_file(self.binder, self._facts, grown, returning, storing)
-                todo = dict(sorted(by_file.items()))
-                self.binder.forget_values()  # every share starts from empty caches
+            resolve_all(self.binder, rounds, paths, self._facts, on_file)
 
     def _rebuild_graph(self) -> None:
         graph = Graph(str(self.root))
@@ -739,56 +722,21 @@ class Index:
         edited: tuple[str, BodyEdit] | None = None,
         passed_before: dict[str, dict] | None = None,
     ) -> set[str]:
-        """Resolve files again until argument flow settles; returns files whose tags moved.
-
-        edited: a file whose first resolution here needs only the scopes an edit touched.
-        passed_before: what files of paths passed before the edit, resolved in the present
-        argument facts. Only what the edit changes of that flows on to other files.
-
-        A build stops after _MAX_ROUNDS with argument facts still growing (Django's fourth
-        round resolves 1,334 files again). Without that baseline, the first edit of a file
-        whose parameters grew after its last round carried the growth on: an edit and its
-        undo in django/contrib/admin/utils.py resolved 100 files for 3 s and left 1,228
-        edges other than a fresh build's."""
+        """Resolve files again until argument flow settles (see rounds.reresolve); returns
+        files whose tags moved."""
         touched: set[str] = set()
-        baselines = passed_before or {}
-        todo = sorted(p for p in paths if p in self.binder.summaries)
-        resolved: set[str] = set()
         calls_before: dict[str, dict[int, frozenset]] = {}
-        self.binder.shrunk.clear()
-        for round_ in range(_MAX_ROUNDS + 1):  # as many rounds as a build: no stale facts
-            grown: set[tuple[str, int]] = set()
-            drifted = False  # argument facts changed that the edit did not change
-            resolved.update(todo)
-            for rel in todo:
-                if is_test_path(rel) and rel not in calls_before:
-                    calls_before[rel] = self._scope_calls(rel)
-                previous = self._facts.get(rel)
-                baseline = baselines.get(rel) if round_ == 0 else None
-                if edited and round_ == 0 and rel == edited[0] and previous is not None:
-                    edit = edited[1]
-                    previous.move_lines(partial(moved, line=edit.line, delta=edit.delta))
-                    scopes = edit.redo | edit.gone
-                    facts, contrib = self.binder.resolve_file(rel, scopes, previous)
-                else:
-                    facts, contrib = self.binder.resolve_file(rel)
-                self._facts[rel] = facts
-                changed = self.binder.set_contribution(rel, contrib)
-                if baseline is not None and changed:
-                    stale = changed - _differing(baseline, contrib)
-                    self.binder.shrunk -= stale
-                    changed -= stale
-                    drifted = drifted or bool(stale)
-                grown |= changed
-                touched |= self._apply_edges(rel)
-            redo = {fn[0] for fn in grown}
-            if self.binder.shrunk:  # facts went away: re-derive what flowed from them
-                redo |= self.binder.retract(set(self.binder.shrunk))
-            elif grown or drifted:  # values read the argument facts before
-                self.binder.forget_values()
-            todo = sorted(p for p in redo if p in self.binder.summaries)
-            if not todo:
-                break
+
+        def before_file(rel: str) -> None:
+            if is_test_path(rel) and rel not in calls_before:
+                calls_before[rel] = self._scope_calls(rel)
+
+        def after_file(rel: str) -> None:
+            touched.update(self._apply_edges(rel))
+
+        resolved = reresolve(
+            self.binder, self._facts, paths, edited, passed_before or {}, before_file, after_file
+        )
         # A test exercises what the test helpers it calls call: its test_ref edges follow them.
         for rel in sorted(self._tests_calling_changed_helpers(calls_before) - resolved):
             touched |= self._apply_edges(rel)
@@ -1057,40 +1005,6 @@ def _dump(data: object) -> bytes:
 
 def astuple_entity(e: Entity) -> tuple:
     return (e.id, e.kind, e.path, e.name, e.line, e.end_line, e.start_line, e.name_span)
-
-
-def _scopes_by_file(
-    binder: Binder,
-    facts: dict[str, FileFacts],
-    fns: set[tuple[str, int]],
-    returning: set[tuple[str, int]],
-    storing: dict[tuple[str, int], set[str]],
-) -> dict[str, set[int]]:
-    """The scopes to resolve again once fns' parameters learned new values: the scopes
-    that read those parameters (and, for the methods of storing, which set something
-    else on `self` now, the methods of the class that read it), and the callers of those
-    (returning) that now return or yield something else, or set something else on
-    `self`."""
-    out: dict[str, set[int]] = {}
-    for fn in sorted(fns):  # in one order: the bases of a class are evaluated
-        if fn[0] in binder.summaries:
-            for path, readers in binder.scopes_reading(fn, storing.get(fn, ())).items():
-                out.setdefault(path, set()).update(readers)
-    wanted = {("f", path, idx) for path, idx in returning}
-    for rel, file_facts in facts.items():
-        for (idx, _kind), targets in file_facts.calls.items():
-            if not wanted.isdisjoint(targets):
-                out.setdefault(rel, set()).add(idx)
-    return out
-
-
-def _differing(before: dict, after: dict) -> set[tuple[str, int]]:
-    """The functions two contributions of one file pass different argument values to."""
-
-    def plain(contrib: dict, fn: tuple[str, int]) -> dict:
-        return {k: set(v) for k, v in contrib.get(fn, {}).items()}
-
-    return {fn for fn in set(before) | set(after) if plain(before, fn) != plain(after, fn)}
 
 
 def _unpickled(rows: Iterable[tuple[str, memoryview]], prefix: str) -> dict[str, Any]:

@@ -10,8 +10,6 @@ keep_repository_off_path()
 
 import argparse  # noqa: E402
 
-from anchor_ls.hashseed import rerun_with_fixed_seed  # noqa: E402
-
 
 def parse_address(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
@@ -24,11 +22,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m anchor_ls.server")
     parser.add_argument("--tcp", type=parse_address, metavar="HOST:PORT", help="listen on TCP")
     args = parser.parse_args(argv)
-    from anchor_ls.server.app import run  # after the rerun: pygls takes a while to import
+    from anchor_ls.server.app import run  # after the arguments: pygls takes a while to import
 
     run(args.tcp)
 
 
 if __name__ == "__main__":
-    rerun_with_fixed_seed()
     main()

@@ -1,0 +1,584 @@
+"""Evaluation: the abstract values an expression may have, what a call of a function
+gives (its returns, its yields, or the argument it hands back), what a parameter holds
+(its annotation, its default, the argument facts flowed into it), annotations, and what
+decorators make of a definition.
+
+Plain functions of the binder's state (anchor_ls.index.bind.db); they never read files
+and never change the argument facts (anchor_ls.index.bind.flow does).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from anchor_ls.index.bind import classes, lookup
+from anchor_ls.index.bind.db import BinderState
+from anchor_ls.index.bind.values import cap, dict_key, in_order
+from anchor_ls.index.state import EMPTY, Ctx, Value, Values
+from anchor_ls.syntax.summary import Binding, Expr, Param
+
+_CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
+_DICT_VALUE_METHODS = frozenset({"get", "pop", "setdefault", "values"})
+_MAX_FLOWED = 6
+_MAX_CALLBACKS = 24
+
+
+def eval(db: BinderState, expr: Expr, ctx: Ctx) -> Values:
+    tag = expr[0]
+    if tag == "n":
+        return lookup.lookup(db, ctx, expr[1])
+    if tag == "a":
+        return attribute(db, eval(db, expr[1], ctx), expr[2], ctx)
+    if tag == "c":
+        return call_result(db, eval(db, expr[1], ctx), expr, ctx)
+    if tag == "f":
+        scope = db.summaries[ctx.path].scopes[expr[1]]
+        kind = "c" if scope.kind == "class" else "f"
+        return frozenset({(kind, ctx.path, expr[1])})
+    if tag == "dw":
+        made = _made(db, ctx.path, expr[1], expr[2])
+        return made or eval(db, ("f", expr[1]), ctx)
+    if tag == "or":
+        out: set[Value] = set()
+        for part in expr[1]:
+            out |= eval(db, part, ctx)
+        return cap(out)
+    if tag == "l":
+        elems: set[Value] = set()
+        for item in expr[1]:
+            if item[0] == "*":
+                elems |= elements(db, eval(db, item[1], ctx))
+            else:
+                elems |= eval(db, item, ctx)
+        return frozenset({("L", cap(elems))}) if elems else EMPTY
+    if tag == "d":
+        keyed: dict[str, set[Value]] = defaultdict(set)
+        for key, val in expr[1]:
+            vals = eval(db, val, ctx)
+            if vals:
+                keyed[dict_key(key[1]) if key[0] == "k" else "*"] |= vals
+        if not keyed:
+            return EMPTY
+        return frozenset({("D", tuple(sorted((k, frozenset(v)) for k, v in keyed.items())))})
+    if tag == "s":
+        item = lookup.literal_item(db, expr, ctx)
+        if item is not None:
+            return eval(db, *item)
+        return subscript(db, eval(db, expr[1], ctx), expr[2])
+    if tag == "it":
+        return elements(db, eval(db, expr[1], ctx))
+    if tag == "ix":
+        return unpack(db, expr[1], expr[2], ctx)
+    if tag == "st":
+        return starred(db, expr[1], expr[2], expr[3], ctx)
+    if tag == "en":
+        return entered(db, eval(db, expr[1], ctx))
+    if tag == "ex":
+        return instances(db, eval(db, expr[1], ctx), elements=True)
+    if tag == "an":
+        return annotation_values(db, expr[1], ctx)
+    if tag == "im":
+        dotted = expr[1]
+        return lookup.module_value(db, dotted.split(".")[0], 0, ctx.path)
+    if tag == "ima":
+        return lookup.module_value(db, expr[1], expr[2], ctx.path)
+    if tag == "if":
+        module, level, name = expr[1], expr[2], expr[3]
+        target = db.modules.resolve(module, level, ctx.path)
+        if target is None:
+            if level == 0 and module:
+                return frozenset({("x", f"{module}.{name}")})
+            return EMPTY
+        return lookup.module_attr(db, target, name)
+    return EMPTY
+
+
+def attribute(db: BinderState, bases: Values, name: str, ctx: Ctx) -> Values:
+    out: set[Value] = set()
+    for base in in_order(bases):
+        kind = base[0]
+        if kind == "m":
+            out |= lookup.module_attr(db, base[1], name)
+        elif kind in ("i", "I") and name == "__class__":
+            out.add(("c", base[1], base[2]))
+        elif kind in ("i", "I"):
+            cls = (base[1], base[2])
+            found = classes.instance_attr(db, cls, name, ctx)
+            if kind == "I":
+                found |= classes.overrides(db, cls, name)
+            out |= found
+        elif kind == "c":
+            out |= classes.class_attr(db, (base[1], base[2]), name, bound=False)
+        elif kind == "S":
+            out |= classes.super_attr(db, (base[1], base[2]), name, ctx)
+        elif kind == "x":
+            out.add(("x", f"{base[1]}.{name}"))
+        elif kind == "D" and name in _DICT_VALUE_METHODS:
+            out.add(("dv", base, name))
+    return cap(out)
+
+
+def subscript(db: BinderState, bases: Values, key: Expr) -> Values:
+    if key[0] == "sl":  # a slice of a container is a container of the same things
+        return frozenset(b for b in bases if b[0] == "L")
+    out: set[Value] = set()
+    for base in bases:
+        if base[0] == "L":
+            out |= base[1]
+        elif base[0] == "D":
+            wanted = dict_key(key[1]) if key[0] == "k" else None
+            for k, vals in base[1]:
+                if wanted is None or k in (wanted, "*"):
+                    out |= vals
+    return frozenset(out)
+
+
+def elements(db: BinderState, values: Values) -> Values:
+    out: set[Value] = set()
+    for v in in_order(values):
+        if v[0] == "L":
+            out |= v[1]
+        elif v[0] == "D":
+            continue  # iterating a dict gives its keys
+        elif v[0] == "g":
+            out |= yields(db, (v[1], v[2]))
+        elif v[0] in ("i", "I"):  # __iter__ a generator, or an iterator whose __next__ returns
+            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__iter__", None)):
+                if fn[0] not in ("f", "b"):
+                    continue
+                for it in in_order(returns(db, (fn[1], fn[2]))):
+                    if it[0] == "g":
+                        out |= yields(db, (it[1], it[2]))
+                    elif it[0] in ("i", "I"):
+                        nexts = classes.instance_attr(db, (it[1], it[2]), "__next__", None)
+                        for nxt in in_order(nexts):
+                            if nxt[0] in ("f", "b"):
+                                out |= returns(db, (nxt[1], nxt[2]))
+    return frozenset(out)
+
+
+def unpack(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values:
+    items = _literal_items(expr)
+    if items is not None and -len(items) <= index < len(items):
+        return eval(db, items[index], ctx)
+    return elements(db, eval(db, expr, ctx))
+
+
+def starred(db: BinderState, expr: Expr, start: int, after: int, ctx: Ctx) -> Values:
+    items = _literal_items(expr)
+    if items is not None and start <= len(items) - after:
+        chosen = items[start : len(items) - after]
+        elems: set[Value] = set()
+        for item in chosen:
+            elems |= eval(db, item, ctx)
+    else:
+        elems = set(elements(db, eval(db, expr, ctx)))
+    return frozenset({("L", frozenset(elems))}) if elems else EMPTY
+
+
+def entered(db: BinderState, values: Values) -> Values:
+    """What `with value as x` binds: __enter__'s result, or the value itself."""
+    out: set[Value] = set()
+    for v in in_order(values):
+        if v[0] in ("i", "I"):
+            enter = classes.instance_attr(db, (v[1], v[2]), "__enter__", None)
+            if enter:
+                for fn in in_order(enter):
+                    if fn[0] in ("f", "b"):
+                        out |= returns(db, (fn[1], fn[2]))
+                continue
+        if v[0] == "g":  # a @contextmanager generator: `as` binds what it yields
+            out |= yields(db, (v[1], v[2]))
+        elif v[0] in ("i", "I"):
+            out.add(v)
+    return frozenset(out)
+
+
+def instances(db: BinderState, values: Values, elements: bool = False) -> Values:
+    out: set[Value] = set()
+    for v in values:
+        if v[0] == "c":
+            out.add(("i", v[1], v[2]))
+        elif v[0] in ("i", "I"):
+            out.add(v)
+        elif elements and v[0] == "L":
+            out |= instances(db, v[1])
+    return frozenset(out)
+
+
+def annotation_values(db: BinderState, ann: Expr | None, ctx: Ctx) -> Values:
+    """The values an annotated name holds: instances of the classes it names."""
+    if ann is None:
+        return EMPTY
+    tag = ann[0]
+    if tag in ("n", "a"):
+        return instances(db, _ann_target(db, ann, ctx))
+    if tag == "sa":
+        return _string_annotation(db, ann[1], ctx)
+    if tag == "or":
+        out: set[Value] = set()
+        for part in ann[1]:
+            out |= annotation_values(db, part, ctx)
+        return frozenset(out)
+    if tag == "g":
+        base, args = ann[1], ann[2]
+        name = base[-1] if base and base[0] in ("n", "a") else ""
+        name = base[1] if base and base[0] == "n" else (base[2] if base[0] == "a" else "")
+        if name in ("Optional", "Union", "Annotated", "Final", "ClassVar", "Required"):
+            parts = args[:1] if name in ("Annotated", "Final", "ClassVar") else args
+            return annotation_values(db, ("or", parts), ctx)
+        if name in ("type", "Type"):
+            out = set()
+            for arg in args:
+                if arg[0] in ("n", "a"):
+                    out |= {v for v in _ann_target(db, arg, ctx) if v[0] == "c"}
+            return frozenset(out)
+        if name in ("dict", "Dict", "Mapping", "MutableMapping", "defaultdict"):
+            vals = annotation_values(db, args[1], ctx) if len(args) > 1 else EMPTY
+            return frozenset({("D", (("*", vals),))}) if vals else EMPTY
+        if name in ("Callable", "Literal"):
+            return EMPTY
+        elems: set[Value] = set()
+        for arg in args:
+            elems |= annotation_values(db, arg, ctx)
+        if elems:
+            return frozenset({("L", frozenset(elems))})
+        return instances(db, _ann_target(db, base, ctx))
+    if tag == "l":
+        return EMPTY
+    return EMPTY
+
+
+def _ann_target(db: BinderState, ann: Expr, ctx: Ctx) -> Values:
+    # Annotations are read at the end of the scope chain (they may be forward references).
+    return eval(db, ann, Ctx(ctx.path, ctx.scope, None))
+
+
+def _string_annotation(db: BinderState, text: str, ctx: Ctx) -> Values:
+    text = text.strip()
+    if not text:
+        return EMPTY
+    if "|" in text:
+        out: set[Value] = set()
+        for part in text.split("|"):
+            out |= _string_annotation(db, part, ctx)
+        return frozenset(out)
+    if text.startswith(("Optional[", "typing.Optional[")) and text.endswith("]"):
+        return _string_annotation(db, text[text.index("[") + 1 : -1], ctx)
+    parts = text.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return EMPTY
+    expr: Expr = ("n", parts[0])
+    for p in parts[1:]:
+        expr = ("a", expr, p)
+    return instances(db, _ann_target(db, expr, ctx))
+
+
+def param_values(db: BinderState, path: str, idx: int, index: int) -> Values:
+    scope = db.scope(path, idx)
+    param = scope.params[index]
+    out: set[Value] = set()
+    parent = db.summaries[path].scopes[scope.parent] if scope.parent >= 0 else None
+    if index == 0 and parent is not None and parent.kind == "class" and param.kind == "pos":
+        kind = lookup.method_kind(db, path, idx)
+        if kind in ("instance", "property"):
+            out.add(("I", path, scope.parent))
+        elif kind == "class":
+            out.add(("c", path, scope.parent))
+    elif index == 0 and param.kind == "pos" and scope.kind == "function":
+        # `save = _save` in a class body makes a module function a method of that class
+        out |= {("I", *cls) for cls in classes.hosts(db).get((path, idx), ())}
+    ctx = Ctx(path, idx, None)
+    if param.annotation is not None:
+        out |= annotation_values(db, param.annotation, ctx)
+    if param.default is not None:
+        parent_ctx = Ctx(path, scope.parent, None)
+        out |= {v for v in eval(db, param.default, parent_ctx) if v[0] != "x"}
+    flowed = db.param_facts.get((path, idx), {}).get(param.name, EMPTY)
+    # More is a megamorphic parameter: no edge on a guess. Functions handed over to be
+    # called are many by design (a matcher per grouping rule), and each is called; a
+    # registry that keeps what it is given has no call to show for it.
+    if len(flowed) <= _MAX_FLOWED or (
+        len(flowed) <= _MAX_CALLBACKS
+        and param.name in scope.called_params
+        and all(v[0] == "f" for v in flowed)
+    ):
+        out |= flowed
+    if param.kind == "star":
+        return frozenset({("L", frozenset(out))}) if out else EMPTY
+    return cap(out)
+
+
+def returns(db: BinderState, fn: tuple[str, int]) -> Values:
+    return db.caches.returns.ask(fn, EMPTY, _returns_of, db, fn)
+
+
+def yields(db: BinderState, fn: tuple[str, int]) -> Values:
+    return db.caches.yields.ask(fn, EMPTY, _yields_of, db, fn)
+
+
+def _returns_of(db: BinderState, fn: tuple[str, int]) -> Values:
+    path, idx = fn
+    scope = db.scope(path, idx)
+    ctx = Ctx(path, idx, None)
+    out: set[Value] = set()
+    if scope.returns is not None:
+        out |= annotation_values(db, scope.returns, ctx)
+    if scope.yields:
+        out.add(("g", path, idx))
+    else:
+        for expr in scope.return_values:
+            out |= eval(db, expr, ctx)
+    return cap(out)
+
+
+def _yields_of(db: BinderState, fn: tuple[str, int]) -> Values:
+    path, idx = fn
+    scope = db.scope(path, idx)
+    out: set[Value] = set()
+    ctx = Ctx(path, idx, None)
+    for expr in scope.yields:
+        out |= eval(db, expr, ctx)
+    return frozenset(out)
+
+
+def call_result(db: BinderState, callees: Values, call: Expr, ctx: Ctx) -> Values:
+    out: set[Value] = set()
+    for v in in_order(callees):
+        kind = v[0]
+        if kind in ("f", "b"):
+            passed = _passed_through(db, (v[1], v[2]), kind == "b", call, ctx)
+            out |= returns(db, (v[1], v[2])) if passed is None else passed
+        elif kind == "c":
+            out.add(("i", v[1], v[2]))
+        elif kind in ("i", "I"):
+            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__call__", None)):
+                if fn[0] in ("f", "b"):
+                    out |= returns(db, (fn[1], fn[2]))
+        elif kind == "x":
+            out |= _external_result(db, v[1], call, ctx)
+        elif kind == "dv":  # d.get(k), d.pop(k), d.values()
+            args, method = call[2], v[2]
+            values = subscript(db, frozenset({v[1]}), args[0] if args else ("u",))
+            out |= values if method != "values" else {("L", values)}
+            if method == "get" and len(args) > 1:
+                out |= eval(db, args[1], ctx)
+    return cap(out)
+
+
+def _passed_through(
+    db: BinderState, fn: tuple[str, int], bound: bool, call: Expr, ctx: Ctx
+) -> Values | None:
+    """What a call of a function that returns one of its parameters as it came gives:
+    the argument this call passes (`def first(x, y): return x`), not what every call
+    passes, with what its other returns give (a nested def: a decorator factory's
+    `return inner(f) if f else inner`). None (or nothing: an argument not known here)
+    when the function does more, or the argument cannot be told: then what every call
+    passes is the answer."""
+    plan = _returned_param(db, fn)
+    if plan is None or call[0] != "c":
+        return None
+    param, others = plan
+    arg = _argument(db, fn, bound, call, param)
+    if arg is None:
+        return None
+    out = set(eval(db, arg, ctx))
+    if not out and arg[0] == "n":  # a name not known here (a cycle cut short): unsure
+        return None
+    inside = Ctx(fn[0], fn[1], None)
+    for expr in others:
+        out |= eval(db, expr, inside)
+    return frozenset(out)
+
+
+def _argument(
+    db: BinderState, fn: tuple[str, int], bound: bool, call: Expr, param: Param
+) -> Expr | None:
+    """The expression a call passes for one parameter of fn; None when it spreads
+    `*args`/`**kwargs` or leaves the parameter to its default."""
+    args, kwargs = call[2], call[3]
+    if any(a[0] == "*" for a in args) or any(k == "**" for k, _ in kwargs):
+        return None
+    params = db.scope(*fn).params
+    positional = [p.name for p in params if p.kind in ("pos", "posonly")][int(bound) :]
+    at = positional.index(param.name) if param.name in positional else len(args)
+    if at < len(args):
+        return args[at]
+    if param.kind != "posonly":
+        for name, expr in kwargs:
+            if name == param.name:
+                return expr
+    return None
+
+
+def _returned_param(db: BinderState, fn: tuple[str, int]) -> tuple[Param, tuple[Expr, ...]] | None:
+    """The parameter every `return` of fn that reads a parameter gives back unchanged
+    (itself, or through a nested function that does), and the other returns: nested
+    definitions, whatever the call."""
+    # a function returning its own call: nothing to tell
+    return db.caches.returned.ask(fn, None, _find_returned_param, db, fn)
+
+
+def _find_returned_param(
+    db: BinderState, fn: tuple[str, int]
+) -> tuple[Param, tuple[Expr, ...]] | None:
+    scope = db.scope(*fn)
+    if scope.returns is not None or scope.yields or not scope.return_values:
+        return None
+    names = lookup.names(db, *fn)
+    params = {p.name: p for p in scope.params}
+    through: set[str] = set()
+    others: list[Expr] = []
+    for expr in scope.return_values:
+        name = _passing(db, fn, expr, params, names)
+        if name is not None:
+            through.add(name)
+        elif expr[0] == "n" and expr[1] not in params and _defined_once(names, expr[1]):
+            others.append(expr)
+        else:
+            return None
+    if len(through) != 1:
+        return None
+    (name,) = through
+    param = params[name]
+    if param.kind in ("star", "starstar") or name in scope.global_names:
+        return None
+    if any(m[0] == name for m in scope.mutations):  # `x.append(f); return x` adds to it
+        return None
+    if len(names.get(name, ())) != 1:  # bound again in fn
+        return None
+    return param, tuple(others)
+
+
+def _passing(
+    db: BinderState, fn: tuple[str, int], expr: Expr, params: dict[str, Param], names: dict
+) -> str | None:
+    """The parameter of fn an expression returns unchanged: the parameter's name, or a
+    call of a nested function that returns the argument it is given for it."""
+    if expr[0] == "n":
+        return expr[1] if expr[1] in params else None
+    if expr[0] != "c" or expr[1][0] != "n" or not _defined_once(names, expr[1][1]):
+        return None
+    inner = (fn[0], names[expr[1][1]][0].value[1])
+    if db.scope(*inner).decorators:  # a call of what its decorators made of it
+        return None
+    plan = _returned_param(db, inner)
+    if plan is None or plan[1]:
+        return None
+    arg = _argument(db, inner, False, expr, plan[0])
+    return None if arg is None else _passing(db, fn, arg, params, names)
+
+
+def _external_result(db: BinderState, dotted: str, call: Expr, ctx: Ctx) -> Values:
+    name = dotted.removeprefix("builtins.")
+    args = call[2]
+    if name == "super":
+        cls = lookup.enclosing_class(db, ctx.path, ctx.scope)
+        if args and args[0][0] in ("n", "a"):
+            explicit = [v for v in eval(db, args[0], ctx) if v[0] == "c"]
+            if explicit:
+                return frozenset(("S", v[1], v[2]) for v in explicit)
+        return frozenset({("S", ctx.path, cls)}) if cls is not None else EMPTY
+    if name in ("copy.copy", "copy.deepcopy") and args:  # a value like the one copied
+        return frozenset(v for v in eval(db, args[0], ctx) if v[0] != "x")
+    if name in ("functools.partial", "partial") and args:
+        return frozenset(v for v in eval(db, args[0], ctx) if v[0] in ("f", "b", "c"))
+    if name in ("map", "filter") and args:  # what the function returns / keeps
+        elems: set[Value] = set()
+        for arg in args:
+            values = frozenset(v for v in eval(db, arg, ctx) if v[0] != "x")
+            if name == "map":
+                elems |= call_result(db, values, call, ctx)
+            elems |= elements(db, values)
+        return frozenset({("L", cap(elems))}) if elems else EMPTY
+    if name in _CONTAINER_BUILTINS and args:
+        elems = elements(db, eval(db, args[0], ctx))
+        return frozenset({("L", elems)}) if elems else EMPTY
+    if name == "type" and len(args) == 1:
+        return frozenset(("c", v[1], v[2]) for v in eval(db, args[0], ctx) if v[0] in "iI")
+    if name in ("staticmethod", "classmethod", "property") and args:
+        return eval(db, args[0], ctx)
+    if name == "getattr" and len(args) >= 2 and args[1][0] == "k":
+        return attribute(db, eval(db, args[0], ctx), str(args[1][1]), ctx)
+    return frozenset({("x", f"{dotted}()")})
+
+
+def decoration(db: BinderState, path: str, idx: int, start: int = 0) -> tuple[Values, Values]:
+    """(what a definition's decorators, from the start-th down, make of it; the
+    decorators that wrapped it). What they make is repository code wrapping it: a
+    function nested in a decorator that calls the decorator's parameter, or an instance
+    of a decorator class; empty when they hand it back (`return f`) or are not
+    repository code: the definition itself is what runs.
+
+    One pass from the bottom decorator up keeps what each start gives on its way (each
+    decorator's call site asks for the ones below it): n decorators cost n steps, not
+    n * n / 2 (8,000 took 50 s). Those starts keep no wrapping decorators (None):
+    only start 0 is asked for them."""
+    memo = db.caches.decorated
+    key = (path, idx, start)
+    cached = memo.get(key)
+    if cached is not None and cached[1] is not None:
+        return cached  # type: ignore[return-value]
+    if cached is None:  # a decorator applied to itself sees nothing yet
+        memo[key] = (EMPTY, EMPTY)
+    scope = db.summaries[path].scopes[idx]
+    ctx = Ctx(path, scope.parent, None)
+    current: Values = EMPTY
+    wrapping: set[tuple[str, int]] = set()
+    # the bottom decorator applies first
+    for at in range(len(scope.decorators) - 1, start - 1, -1):
+        made: set[Value] = set()
+        for dec in in_order(eval(db, scope.decorators[at], ctx)):
+            if dec[0] == "c":
+                made.add(("i", dec[1], dec[2]))
+                wrapping.add((dec[1], dec[2]))
+            elif dec[0] in ("f", "b"):
+                wrappers = _wrappers(db, (dec[1], dec[2]), dec[0] == "b")
+                made |= wrappers
+                if wrappers:
+                    wrapping.add((dec[1], dec[2]))
+        current = frozenset(made) or current
+        if at > start and (path, idx, at) not in memo:
+            memo[(path, idx, at)] = (current, None)
+    memo[key] = result = (current, frozenset(wrapping))
+    return result
+
+
+def _made(db: BinderState, path: str, idx: int, start: int) -> Values:
+    """What a definition's decorators from the start-th down make of it."""
+    cached = db.caches.decorated.get((path, idx, start))
+    return cached[0] if cached is not None else decoration(db, path, idx, start)[0]
+
+
+def _wrappers(db: BinderState, dec: tuple[str, int], bound: bool) -> set[Value]:
+    """The functions decorator dec returns that call the function it was given."""
+    params = db.summaries[dec[0]].scopes[dec[1]].params[int(bound) :]
+    if not params or params[0].kind not in ("pos", "posonly"):
+        return set()
+    given = params[0].name
+    scopes = db.summaries[dec[0]].scopes
+    return {
+        v
+        for v in returns(db, dec)
+        if v[0] == "f"
+        and v[1] == dec[0]
+        and given in scopes[v[2]].free_calls
+        and lookup.nested_in(scopes, v[2], dec[1])
+    }
+
+
+def _literal_items(expr: Expr) -> tuple[Expr, ...] | None:
+    """The items of a tuple/list display, following constant unpacking indexes."""
+    if expr[0] == "l" and all(item[0] != "*" for item in expr[1]):
+        return expr[1]
+    if expr[0] == "ix":
+        outer = _literal_items(expr[1])
+        if outer is not None and -len(outer) <= expr[2] < len(outer):
+            return _literal_items(outer[expr[2]])
+    return None
+
+
+def _defined_once(names: dict[str, list[Binding]], name: str) -> bool:
+    """Whether a scope binds name once, to a definition of its own (a nested def)."""
+    bound = names.get(name, ())
+    return len(bound) == 1 and bound[0].value[0] == "f"

@@ -1,0 +1,374 @@
+"""Value flow: the argument values each file passes to the functions it calls, merged
+into the argument facts of their parameters; which functions' facts changed, grew or
+shrank; what their callers read of them (returns, yields, attributes set on `self`)
+and so which scopes must be resolved again; and retraction of facts that flowed on
+from ones gone.
+
+Plain functions of the binder's state (anchor_ls.index.bind.db); they never read files.
+The rounds that drive them are in anchor_ls.index.bind.rounds.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
+
+from anchor_ls.index.bind import classes, evaluate, lookup
+from anchor_ls.index.bind.db import BinderState
+from anchor_ls.index.bind.values import in_order
+from anchor_ls.index.state import EMPTY, Value, Values, renumbered
+
+
+def scope_contributions(db: BinderState, paths: Iterable[str]) -> dict[str, dict[int, dict]]:
+    """The argument values of paths' scopes, for adopt() in another process."""
+    return {path: db._scope_contrib[path] for path in paths}
+
+
+def passed_by_scope(db: BinderState) -> dict[str, dict[int, dict]]:
+    """The argument values each scope of each file passes (a cache keeps them)."""
+    return db._scope_contrib
+
+
+def restore_passed(db: BinderState, per_file: dict[str, dict[int, dict]]) -> None:
+    """Take back what passed_by_scope() gave, as if every file had been resolved here."""
+    adopt(db, per_file)
+    for path, per_scope in per_file.items():
+        set_contribution(db, path, merge_contributions(per_scope))
+
+
+def knows_scopes(db: BinderState, path: str) -> bool:
+    """Whether path's argument values are known scope by scope (it was resolved here,
+    or in a worker that sent them), so that some of its scopes can be resolved alone."""
+    return path in db._scope_contrib
+
+
+def adopt(db: BinderState, per_scope: dict[str, dict[int, dict]]) -> None:
+    """Take the per-scope argument values of files another process resolved."""
+    db._scope_contrib.update(per_scope)
+
+
+def scopes_reading(
+    db: BinderState, fn: tuple[str, int], stored: Collection[str] | None = None
+) -> dict[str, set[int]]:
+    """The scopes that can see fn's parameters, by file: fn and what it nests; for a
+    method that stores on `self`, the scopes of its class, of its bases and of its
+    subclasses too (an instance of a subclass is `self` in the methods its bases
+    define): every one when stored is None, else those that read an attribute named
+    in stored, or call a method that does, and so on, with what they nest (it sees
+    their names)."""
+    path, idx = fn
+    out = {path: set(lookup.nested(db, path, idx))}
+    if (stored is not None and not stored) or not _receiver_attrs(db, fn):
+        return out
+    cls = (path, db.summaries[path].scopes[idx].parent)
+    if stored is None:
+        hits = set(_class_tree(db, cls))
+    else:
+        by_name = _class_tree_reads(db, cls)
+        hits, todo, seen = set(), list(stored), set(stored)
+        while todo:
+            for hit in by_name.get(todo.pop(), ()):
+                if hit not in hits:
+                    hits.add(hit)
+                    # what `self.method()` now returns may differ
+                    for name in _names_up_to_class(db, *hit):
+                        if name not in seen:
+                            seen.add(name)
+                            todo.append(name)
+    for hit_path, hit_idx in hits:
+        out.setdefault(hit_path, set()).update(lookup.nested(db, hit_path, hit_idx))
+    return out
+
+
+def _class_tree(db: BinderState, cls: tuple[str, int]) -> list[tuple[str, int]]:
+    """The scopes of the classes an instance of cls can be `self` in: its bases,
+    itself, its subclasses."""
+    return [
+        (cls_path, i)
+        for cls_path, cls_idx in sorted({*classes.mro(db, cls), *classes.subclasses(db, cls)})
+        for i in lookup.nested(db, cls_path, cls_idx)
+    ]
+
+
+def _class_tree_reads(db: BinderState, cls: tuple[str, int]) -> dict[str, list[tuple[str, int]]]:
+    """Attribute name -> the scopes of _class_tree(cls) that read it."""
+    return db.caches.tree_reads.ask(cls, {}, _class_tree_reads_of, db, cls)
+
+
+def _class_tree_reads_of(db: BinderState, cls: tuple[str, int]) -> dict[str, list[tuple[str, int]]]:
+    found: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for scope in _class_tree(db, cls):
+        for name in _reads(db, *scope):
+            found[name].append(scope)
+    return found
+
+
+def _reads(db: BinderState, path: str, idx: int) -> frozenset[str]:
+    """The attribute names scope idx reads or calls (on any object), its parameters'
+    defaults included."""
+    return db.caches.read_attrs.ask((path, idx), frozenset(), _reads_of, db, path, idx)
+
+
+def _reads_of(db: BinderState, path: str, idx: int) -> frozenset[str]:
+    calls, attr_reads, _uses = db.bodies(path)[idx]
+    names = {read[0][2] for read in attr_reads}
+    names.update(site.func[2] for site in calls if site.func[0] == "a")
+    for param in db.summaries[path].scopes[idx].params:
+        _attribute_names(param.default, names)
+    return frozenset(names)
+
+
+def _names_up_to_class(db: BinderState, path: str, idx: int) -> list[str]:
+    """The names of scope idx and of the functions around it, up to a class."""
+    scopes = db.summaries[path].scopes
+    out = []
+    while idx > 0 and scopes[idx].kind != "class":
+        out.append(scopes[idx].name)
+        idx = scopes[idx].parent
+    return out
+
+
+def _receiver_attrs(db: BinderState, method: tuple[str, int]) -> list[str]:
+    """The names the method (or what it nests) sets on `self`: inst_attrs() reads only
+    those. Empty for a function outside a class."""
+    path, idx = method
+    scopes = db.summaries[path].scopes
+    parent = scopes[idx].parent
+    if parent < 0 or scopes[parent].kind != "class" or not scopes[idx].params:
+        return []
+    receiver = ("n", scopes[idx].params[0].name)
+    return sorted(
+        {
+            assign[1]
+            for nested in lookup.with_nested(db, path, idx)
+            for assign in scopes[nested].attr_assigns
+            if assign[0] == receiver
+        }
+    )
+
+
+def set_contribution(db: BinderState, path: str, contrib: dict) -> set[tuple[str, int]]:
+    """Record the argument values one file passes; returns functions whose facts changed."""
+    old = db._contrib.get(path, {})
+    new = {fn: {k: set(v) for k, v in ps.items()} for fn, ps in contrib.items()}
+    db._contrib[path] = new
+    named = _named_paths(new)
+    for gone in db._named.get(path, set()) - named:
+        db._passers[gone].discard(path)
+    for added in named - db._named.get(path, set()):
+        db._passers[added].add(path)
+    db._named[path] = named
+    changed = {fn for fn in set(old) | set(new) if old.get(fn) != new.get(fn)}
+    for fn in changed:
+        sources = db._contrib_by_fn[fn]
+        if fn in new:
+            sources[path] = new[fn]
+        else:
+            sources.pop(path, None)
+        merged: dict[str, set[Value]] = defaultdict(set)
+        for params in sources.values():
+            for name, values in params.items():
+                merged[name] |= values
+        if merged:
+            db.param_facts[fn] = merged
+        else:
+            db.param_facts.pop(fn, None)
+            db._contrib_by_fn.pop(fn, None)
+        mine_before, mine_now = old.get(fn, {}), new.get(fn, {})
+        if any(not vals <= mine_now.get(name, set()) for name, vals in mine_before.items()):
+            db.shrunk.add(fn)  # this file stopped passing something: it may live on in a cycle
+    return changed
+
+
+def results_changed(
+    db: BinderState,
+    fns: set[tuple[str, int]],
+    before: dict[tuple[str, int], dict[str, set[Value]]],
+    evaluated: Callable[[], dict | None] | None = None,
+) -> tuple[set[tuple[str, int]], dict[tuple[str, int], set[str]]]:
+    """Of fns (whose argument facts changed since `before`, a copy of param_facts),
+    those whose callers read something new of them (what they return or yield, or
+    the attributes a method sets on `self`: a constructor keeps its arguments), and
+    of those the methods whose attributes changed, with the names of those.
+
+    Both sides are results(fns), from empty caches in one order, so a cycle cut short
+    cuts both alike; evaluated gives the side before (a worker that still had those
+    facts evaluated it), else it is evaluated here."""
+    after = results(db, fns)
+    prior = evaluated() if evaluated is not None else None
+    if prior is None:
+        now = {fn: db.param_facts.get(fn) for fn in fns}
+        _put_facts(db.param_facts, {fn: before.get(fn) for fn in fns})
+        try:
+            prior = results(db, fns)
+        finally:
+            _put_facts(db.param_facts, now)
+    db.forget_values()
+    changed = {fn for fn in after if prior[fn] != after[fn]}
+    storing: dict[tuple[str, int], set[str]] = {}
+    for fn in changed:
+        old, new = prior[fn][2], after[fn][2]
+        if old != new:
+            names = _receiver_attrs(db, fn)
+            if isinstance(old, tuple) and isinstance(new, tuple):  # else it failed
+                names = [n for n, a, b in zip(names, old, new, strict=True) if a != b]
+            storing[fn] = set(names)
+    return changed, storing
+
+
+def results(db: BinderState, fns: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
+    """What a caller can read of each of fns (see results_changed), in one order."""
+    db.forget_values()
+    out: dict[tuple[str, int], tuple] = {}
+    for fn in sorted(fn for fn in fns if fn[0] in db.summaries):
+        cls = (fn[0], db.scope(*fn).parent)
+        try:
+            attrs = tuple(
+                _with_bases(db, classes.stored_and_getters(db, cls, n)[0])
+                for n in _receiver_attrs(db, fn)
+            )
+            out[fn] = (
+                _with_bases(db, evaluate.returns(db, fn)),
+                _with_bases(db, evaluate.yields(db, fn)),
+                attrs,
+            )
+        except Exception:  # a binder bug (or a chain too deep) costs a wider round only
+            out[fn] = (EMPTY, EMPTY, object())  # unequal to the other side's: changed
+    return out
+
+
+def _with_bases(db: BinderState, values: Values) -> tuple[Values, frozenset]:
+    """values, and the bases of each class among them (or of its instances): a class
+    defined in a function can take its bases from the function's parameters."""
+    return values, frozenset(
+        (v, tuple(classes.mro(db, (v[1], v[2]))))
+        for v in in_order(values)
+        if v[0] in ("c", "i", "I")
+    )
+
+
+def retract(db: BinderState, fns: set[tuple[str, int]]) -> set[str]:
+    """Delete and re-derive: drop every argument fact that flowed on through the
+    parameters of fns (so a cycle cannot keep a fact alive after its origin went);
+    returns the files to resolve again."""
+    todo = list(fns)
+    seen = set(fns)
+    files: set[str] = set()
+    while todo:
+        fn = todo.pop()
+        if fn[0] not in db.summaries:
+            continue
+        for path, readers in scopes_reading(db, fn).items():
+            per_scope = db._scope_contrib.get(path, {})
+            for idx in readers:
+                contrib = per_scope.get(idx)
+                if not contrib:
+                    continue
+                for target in contrib:
+                    if target not in seen:
+                        seen.add(target)
+                        todo.append(target)
+                per_scope[idx] = {}
+                files.add(path)
+    for path in files:
+        set_contribution(db, path, merge_contributions(db._scope_contrib[path]))
+    db.shrunk.clear()
+    db.forget_values()
+    return files
+
+
+def renumber(db: BinderState, path: str, numbers: dict[int, int]) -> None:
+    """path's scopes moved (old index -> new): rename every argument fact naming them."""
+    if db._tables is not None:
+        db._tables.renumber(path, numbers)
+    db._contrib = {src: renumbered(contrib, path, numbers) for src, contrib in db._contrib.items()}
+    db._scope_contrib = {
+        src: {idx: renumbered(c, path, numbers) for idx, c in per_scope.items()}
+        for src, per_scope in db._scope_contrib.items()
+        if src != path  # path itself is resolved again from scratch
+    }
+    db._contrib_by_fn = defaultdict(dict)
+    db.param_facts.clear()
+    for src, contrib in db._contrib.items():
+        for fn, params in contrib.items():
+            db._contrib_by_fn[fn][src] = params
+            merged = db.param_facts[fn]
+            for name, values in params.items():
+                merged[name] |= values
+    db.clear_caches()
+
+
+def passers(db: BinderState, path: str) -> list[str]:
+    """The files whose argument facts name a scope of path (a function receiving the
+    arguments, or a value passed), sorted."""
+    return sorted(db._passers.get(path, ()))
+
+
+def forget_contribution(db: BinderState, path: str) -> set[tuple[str, int]]:
+    return set_contribution(db, path, {})
+
+
+def _put_facts(
+    param_facts: dict[tuple[str, int], dict[str, set[Value]]],
+    facts: dict[tuple[str, int], dict[str, set[Value]] | None],
+) -> None:
+    for fn, params in facts.items():
+        if params is None:
+            param_facts.pop(fn, None)
+        else:
+            param_facts[fn] = params
+
+
+def merge_contributions(per_scope: dict[int, dict]) -> dict:
+    """One file's argument values by function and parameter, from its scopes' shares."""
+    merged: dict = {}
+    for contrib in per_scope.values():
+        for fn, params in contrib.items():
+            into = merged.setdefault(fn, {})
+            for name, values in params.items():
+                into[name] = into.get(name, EMPTY) | values
+    return merged
+
+
+def _named_paths(contrib: dict) -> set[str]:
+    """The files whose scopes argument facts name: (path, index) keys and values such as
+    ("f", path, index), at any depth."""
+    out: set[str] = set()
+    for fn, params in contrib.items():
+        out.add(fn[0])
+        for values in params.values():
+            for value in values:
+                out |= _value_paths(value)
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 16)
+def _value_paths(value: object) -> frozenset[str]:
+    """The files one value names, at any depth (cached: the same nested values are passed
+    from file after file, and walking them took 1.5 s of a stdlib build)."""
+    if isinstance(value, tuple):
+        if len(value) == 3 and isinstance(value[2], int) and isinstance(value[1], str):
+            return frozenset((value[1],))
+        return frozenset().union(
+            *(_value_paths(v) for v in value if isinstance(v, tuple | frozenset))
+        )
+    if isinstance(value, frozenset):
+        return frozenset().union(*map(_value_paths, value))
+    return EMPTY
+
+
+def plain(contrib: dict) -> dict:
+    """Argument values without the defaultdicts: their factories cannot be pickled, and
+    another process may resolve a share of the files."""
+    return {fn: dict(params) for fn, params in contrib.items()}
+
+
+def _attribute_names(expr: object, out: set[str]) -> None:
+    """The names of the attributes read in expr."""
+    if isinstance(expr, tuple) and expr:
+        if expr[0] == "a":
+            out.add(expr[2])
+        for part in expr[1:] if isinstance(expr[0], str) else expr:
+            _attribute_names(part, out)
