@@ -232,9 +232,37 @@ def unpack(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values:
     if items is not None and -len(items) <= index < len(items):
         return eval(db, items[index], ctx)
     paired = _paired(db, expr, index, ctx)
+    if paired is None:
+        paired = _returned_item(db, expr, index, ctx)
     if paired is not None:
         return paired
     return elements(db, eval(db, expr, ctx))
+
+
+def _returned_item(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values | None:
+    """Item index of what a call gives when every function it calls returns tuple
+    displays of one length (`formsets, inlines = self._create_formsets()`: the first
+    is the formsets, not the union of both); None for anything else, or when the item
+    gives nothing yet (a cycle cut short): then the union of the items is the answer."""
+    if expr[0] != "c":
+        return None
+    callees = eval(db, expr[1], ctx)
+    if not callees:
+        return None
+    out: set[Value] = set()
+    for v in in_order(callees):
+        if v[0] not in ("f", "b"):
+            return None
+        scope = db.scope(v[1], v[2])
+        if scope.kind != "function" or scope.yields or not scope.return_values:
+            return None
+        inside = Ctx(v[1], v[2], None)
+        for returned in scope.return_values:
+            items = _literal_items(returned)
+            if items is None or not -len(items) <= index < len(items):
+                return None
+            out |= eval(db, items[index], inside)
+    return frozenset(out) if out else None
 
 
 def _paired(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values | None:
