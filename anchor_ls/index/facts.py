@@ -33,10 +33,12 @@ def scope_ids(summary: FileSummary) -> list[str]:
 
 def entities(summary: FileSummary, ids: list[str]) -> list[Entity]:
     """One entity per distinct id (ids: scope_ids, shared with the edges), located at its
-    last definition."""
+    last definition, with the lines of the others."""
     path = summary.path
     by_id: dict[str, Entity] = {}
     for scope, ident in zip(summary.scopes, ids, strict=True):
+        before = by_id.get(ident)
+        earlier = () if before is None else (*before.earlier, (before.start_line, before.end_line))
         if scope.kind == "module":
             kind = "module"
         elif scope.kind == "class":
@@ -54,6 +56,7 @@ def entities(summary: FileSummary, ids: list[str]) -> list[Entity]:
             scope.end_line,
             scope.start_line,
             scope.name_span,
+            earlier,
         )
     for name, line, end_line, span in summary.constants:
         ident = f"{path}:{name}"

@@ -46,6 +46,9 @@ class Entity:
     `line`/`end_line` are 1-based and inclusive (the graph JSON's fields).
     `start_line` is the first decorator line (== line when undecorated): a tag
     block goes above it. `name_span` locates the defined name (0-based).
+    `earlier` holds the (start_line, end_line) of the other definitions of a name
+    defined more than once (both branches of an `if`, `@overload` stubs): the entity
+    is located at its last one, and asking at any of them finds it.
     """
 
     id: str
@@ -56,6 +59,7 @@ class Entity:
     end_line: int
     start_line: int
     name_span: Span
+    earlier: tuple[tuple[int, int], ...] = ()
 
     @property
     def qualname(self) -> str:
@@ -138,17 +142,19 @@ class Graph:
         return sorted(ents.values(), key=lambda e: (e.line, e.kind != "module", e.id))
 
     def entity_at(self, relpath: str, line: int) -> Entity | None:
-        """The innermost entity whose lines (decorators included) hold 0-based `line`.
+        """The innermost entity one of whose definitions (decorators included) holds
+        0-based `line`.
 
         A definition as long as its file is inside the module, not the other way round.
         """
         best: Entity | None = None
         best_key = (0, False)
         for ent in self._by_file.get(relpath, {}).values():
-            if ent.start_line - 1 <= line <= ent.end_line - 1:
-                key = (ent.end_line - ent.start_line, ent.kind == "module")
-                if best is None or key < best_key:
-                    best, best_key = ent, key
+            for start, end in ((ent.start_line, ent.end_line), *ent.earlier):
+                if start - 1 <= line <= end - 1:
+                    key = (end - start, ent.kind == "module")
+                    if best is None or key < best_key:
+                        best, best_key = ent, key
         return best
 
     def edges(self, kind: str | None = None) -> Iterator[Edge]:

@@ -1004,7 +1004,10 @@ def _dump(data: object) -> bytes:
 
 
 def astuple_entity(e: Entity) -> tuple:
-    return (e.id, e.kind, e.path, e.name, e.line, e.end_line, e.start_line, e.name_span)
+    return (
+        *(e.id, e.kind, e.path, e.name, e.line, e.end_line, e.start_line, e.name_span),
+        e.earlier,  # the lines of its other definitions: asking there finds it too
+    )
 
 
 def _unpickled(rows: Iterable[tuple[str, memoryview]], prefix: str) -> dict[str, Any]:

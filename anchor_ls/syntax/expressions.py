@@ -325,8 +325,10 @@ class ExpressionWalker:
         for k in node.children_by_field_name("subscript"):
             value = self.expr(k)
             keys.append(_slice_key(k) if k.type == "slice" else value)
-        expr = Subscript("s", base, keys[0] if keys else UNKNOWN)
-        if keys and keys[0][0] == "k" and _keyed_base(base):
+        # `x[a, b]` is `x[(a, b)]`: a type expression's every argument (`Union[str, "Text"]`)
+        key = keys[0] if len(keys) == 1 else SeqDisplay("l", tuple(keys)) if keys else UNKNOWN
+        expr = Subscript("s", base, key)
+        if key[0] == "k" and _keyed_base(base):
             self.use("s", expr, node.children_by_field_name("subscript")[0])
         return expr
 

@@ -15,7 +15,7 @@ from functools import partial
 
 from anchor_ls.index.bind import lookup
 from anchor_ls.index.bind.db import BinderState, ClassTables, Share
-from anchor_ls.index.bind.definitions import property_names_in
+from anchor_ls.index.bind.definitions import as_annotation, property_names_in
 from anchor_ls.index.bind.memo import guarded
 from anchor_ls.index.bind.values import cap, in_order, value_key
 from anchor_ls.index.mro import Linearization, mro_of
@@ -244,6 +244,60 @@ def _inst_attrs_of(db: BinderState, cls: tuple[str, int]) -> dict[str, list]:
                 if obj == ("n", receiver):
                     table[attr].append((value, path, method_scope, pos))
     return table
+
+
+# Generic containers of the standard library a class can derive from (`list[Entry]`):
+# their instances iterate over (and index to) the type argument's instances.
+_CONTAINER_HOMES = frozenset(
+    {"builtins", "typing", "typing_extensions", "collections", "collections.abc"}
+)
+_SEQUENCES = frozenset(
+    {"list", "List", "tuple", "Tuple", "set", "Set", "frozenset", "FrozenSet", "deque", "Deque"}
+    | {"Sequence", "MutableSequence", "AbstractSet", "MutableSet", "Collection", "Iterable"}
+    | {"Iterator", "Reversible", "UserList"}
+)
+_MAPPINGS = frozenset(
+    {"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict", "DefaultDict"}
+    | {"UserDict", "ChainMap"}
+)
+_NO_ITEMS: tuple[Values, Values] = (EMPTY, EMPTY)
+
+
+def container_items(db: BinderState, cls: tuple[str, int]) -> tuple[Values, Values]:
+    """(what iterating, what indexing an instance of cls gives) when a class of its MRO
+    derives from a generic container of the standard library: `class Traceback(list[Entry])`
+    holds Entry instances, `class Registry(dict[str, Handler])` maps keys to Handlers."""
+    return db.caches.container_items.ask(cls, _NO_ITEMS, _container_items_of, db, cls)
+
+
+def _container_items_of(db: BinderState, cls: tuple[str, int]) -> tuple[Values, Values]:
+    for klass in mro(db, cls):
+        scope = db.scope(*klass)
+        ctx = Ctx(klass[0], scope.parent, None)
+        for base in scope.bases:
+            annotation = as_annotation(base) if base[0] == "s" else None
+            if annotation is None or not annotation[2]:
+                continue
+            kind = _container_kind(db.eval(base[1], ctx))
+            args = annotation[2]
+            if kind == "sequence":
+                items = db.eval(("an", ("or", args)), ctx)
+                return items, items
+            if kind == "mapping" and len(args) == 2:
+                return db.eval(("an", args[0]), ctx), db.eval(("an", args[1]), ctx)
+    return _NO_ITEMS
+
+
+def _container_kind(values: Values) -> str | None:
+    for v in in_order(values):
+        if v[0] == "x":
+            home, _, name = v[1].rpartition(".")
+            if home in _CONTAINER_HOMES:
+                if name in _SEQUENCES:
+                    return "sequence"
+                if name in _MAPPINGS:
+                    return "mapping"
+    return None
 
 
 def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:

@@ -102,10 +102,12 @@ class Caches:
     """Every memo of the binder, by what it is read off and so when it is forgotten."""
 
     __slots__ = (
+        "aliases",
         "binding_values",
         "body_bound",
         "children",
         "class_attrs",
+        "container_items",
         "decorated",
         "handed",
         "inst_attrs",
@@ -165,6 +167,9 @@ class Caches:
         self.class_attrs: Memo[tuple, Values] = Memo(first_of_first, guard=False)
         self.subclass_tree_sizes: Memo[ScopeRef, int | None] = Memo(guard=False)
         self.decorated: Memo[tuple[str, int, int], tuple[Values, Values | None]] = Memo(guard=False)
+        # what iterating and indexing an instance gives when its class derives `list[T]`
+        self.container_items: Memo[ScopeRef, tuple[Values, Values]] = Memo(first_item)
+        self.aliases: Memo[tuple[str, str], Values] = Memo(first_item)  # (module, type alias)
 
     def forget_file(self, path: str, same_interface: bool) -> None:
         """path was put again: forget what was read off it. Other files' answers stay
@@ -197,6 +202,8 @@ class Caches:
             self.mro,
             self.instance_attrs,
             self.class_attrs,
+            self.container_items,
+            self.aliases,
         ):
             memo.forget_file(path)
 

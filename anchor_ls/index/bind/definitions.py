@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from anchor_ls.index.decorators import decorator_kind, decorator_name
-from anchor_ls.syntax.summary import FileSummary, Scope
+from anchor_ls.syntax.summary import Expr, FileSummary, Scope
 
 # The methods a `for`/`with` calls on what it iterates or enters (summary site kinds).
 PROTOCOLS = {
@@ -70,3 +70,27 @@ def is_settings_module(path: str) -> bool:
         or stem.endswith("_settings")
         or ("/settings/" in f"/{path}")
     )
+
+
+def as_annotation(expr: Expr) -> Expr | None:
+    """A value expression read as the annotation it spells (`Union[str, "Text"]` bound
+    to a name, `list[Entry]` among the bases of a class), or None when it spells none."""
+    tag = expr[0]
+    if tag == "n":
+        return expr
+    if tag == "a":
+        return expr if as_annotation(expr[1]) is not None else None
+    if tag == "k":
+        return ("sa", expr[1]) if isinstance(expr[1], str) else None
+    if tag == "l":  # the parameter list of `Callable[[A], R]`
+        return ("l", tuple(a for a in map(as_annotation, expr[1]) if a is not None))
+    if tag == "s" and expr[1][0] in ("n", "a"):
+        key = expr[2]
+        args = key[1] if key[0] == "l" else (key,)
+        return ("g", expr[1], tuple(a for a in map(as_annotation, args) if a is not None))
+    return None
+
+
+def is_overload(scope: Scope) -> bool:
+    """A `typing.overload` stub: a signature, not the code that runs."""
+    return any(decorator_name(d).rpartition(".")[2] == "overload" for d in scope.decorators)

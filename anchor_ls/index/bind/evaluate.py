@@ -13,9 +13,10 @@ from collections import defaultdict
 
 from anchor_ls.index.bind import classes, lookup
 from anchor_ls.index.bind.db import BinderState
+from anchor_ls.index.bind.definitions import as_annotation, is_overload
 from anchor_ls.index.bind.values import cap, dict_key, in_order
 from anchor_ls.index.state import EMPTY, Ctx, Value, Values
-from anchor_ls.syntax.summary import Binding, Expr, Param
+from anchor_ls.syntax.summary import Binding, Expr, Param, Scope
 
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
 _DICT_VALUE_METHODS = frozenset({"get", "pop", "setdefault", "values"})
@@ -119,11 +120,15 @@ def attribute(db: BinderState, bases: Values, name: str, ctx: Ctx) -> Values:
 
 
 def subscript(db: BinderState, bases: Values, key: Expr) -> Values:
-    if key[0] == "sl":  # a slice of a container is a container of the same things
-        return frozenset(b for b in bases if b[0] == "L")
+    sliced = key[0] == "sl"
     out: set[Value] = set()
-    for base in bases:
-        if base[0] == "L":
+    for base in in_order(bases):
+        if base[0] in ("i", "I"):
+            out |= _item(db, (base[1], base[2]), sliced)
+        elif sliced:  # a slice of a container is a container of the same things
+            if base[0] == "L":
+                out.add(base)
+        elif base[0] == "L":
             out |= base[1]
         elif base[0] == "D":
             wanted = dict_key(key[1]) if key[0] == "k" else None
@@ -131,6 +136,68 @@ def subscript(db: BinderState, bases: Values, key: Expr) -> Values:
                 if wanted is None or k in (wanted, "*"):
                     out |= vals
     return frozenset(out)
+
+
+def _item(db: BinderState, cls: tuple[str, int], sliced: bool) -> Values:
+    """An item (a slice) of an instance of cls: what its annotated `__getitem__` returns,
+    else what the generic container it derives from holds."""
+    annotated = _getitem_annotation(db, cls, sliced)
+    if annotated is not None:
+        return annotated
+    items = classes.container_items(db, cls)[1]
+    if sliced:
+        return frozenset({("L", items)}) if items else EMPTY
+    return items
+
+
+def _getitem_annotation(db: BinderState, cls: tuple[str, int], sliced: bool) -> Values | None:
+    """What the return annotation of cls's `__getitem__` gives (the `@overload` for a
+    slice key or for another key, when it has them); None when it has no annotation."""
+    out: set[Value] = set()
+    annotated = False
+    for fn in in_order(classes.instance_attr(db, cls, "__getitem__", None)):
+        if fn[0] not in ("f", "b"):
+            continue
+        for path, idx in _variants(db, (fn[1], fn[2]), sliced):
+            returns = db.scope(path, idx).returns
+            if returns is not None:
+                annotated = True
+                out |= annotation_values(db, returns, Ctx(path, idx, None))
+    return frozenset(out) if annotated else None
+
+
+def _variants(db: BinderState, fn: tuple[str, int], sliced: bool) -> list[tuple[str, int]]:
+    """The `@overload` stubs of fn whose key parameter takes a slice (or does not), or
+    fn itself when it has none of them."""
+    path, idx = fn
+    scope = db.scope(path, idx)
+    if scope.parent < 0:
+        return [fn]
+    stubs = [
+        (path, b.value[1])
+        for b in lookup.names(db, path, scope.parent).get(scope.name, ())
+        if b.value[0] == "f" and is_overload(db.scope(path, b.value[1]))
+    ]
+    chosen = [s for s in stubs if _takes_slice(db.scope(*s)) == sliced]
+    return chosen or [fn]
+
+
+def _takes_slice(scope: Scope) -> bool:
+    """Whether an `@overload` of `__getitem__` is the one for a slice key."""
+    params = scope.params
+    return len(params) > 1 and _names_slice(params[1].annotation)
+
+
+def _names_slice(ann: Expr | None) -> bool:
+    if ann is None:
+        return False
+    if ann[0] == "n":
+        return ann[1] == "slice"
+    if ann[0] == "sa":
+        return "slice" in ann[1].replace("|", " ").split()
+    if ann[0] in ("or", "l"):
+        return any(_names_slice(part) for part in ann[1])
+    return False
 
 
 def elements(db: BinderState, values: Values) -> Values:
@@ -143,12 +210,15 @@ def elements(db: BinderState, values: Values) -> Values:
         elif v[0] == "g":
             out |= yields(db, (v[1], v[2]))
         elif v[0] in ("i", "I"):  # __iter__ a generator, or an iterator whose __next__ returns
+            out |= classes.container_items(db, (v[1], v[2]))[0]
             for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__iter__", None)):
                 if fn[0] not in ("f", "b"):
                     continue
                 for it in in_order(returns(db, (fn[1], fn[2]))):
                     if it[0] == "g":
                         out |= yields(db, (it[1], it[2]))
+                    elif it[0] == "L":  # `-> Iterator[T]`
+                        out |= it[1]
                     elif it[0] in ("i", "I"):
                         nexts = classes.instance_attr(db, (it[1], it[2]), "__next__", None)
                         for nxt in in_order(nexts):
@@ -161,7 +231,57 @@ def unpack(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values:
     items = _literal_items(expr)
     if items is not None and -len(items) <= index < len(items):
         return eval(db, items[index], ctx)
+    paired = _paired(db, expr, index, ctx)
+    if paired is None:
+        paired = _returned_item(db, expr, index, ctx)
+    if paired is not None:
+        return paired
     return elements(db, eval(db, expr, ctx))
+
+
+def _returned_item(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values | None:
+    """Item index of what a call gives when every function it calls returns tuple
+    displays of one length (`formsets, inlines = self._create_formsets()`: the first
+    is the formsets, not the union of both); None for anything else, or when the item
+    gives nothing yet (a cycle cut short): then the union of the items is the answer."""
+    if expr[0] != "c":
+        return None
+    callees = eval(db, expr[1], ctx)
+    if not callees:
+        return None
+    out: set[Value] = set()
+    for v in in_order(callees):
+        if v[0] not in ("f", "b"):
+            return None
+        scope = db.scope(v[1], v[2])
+        if scope.kind != "function" or scope.yields or not scope.return_values:
+            return None
+        inside = Ctx(v[1], v[2], None)
+        for returned in scope.return_values:
+            items = _literal_items(returned)
+            if items is None or not -len(items) <= index < len(items):
+                return None
+            out |= eval(db, items[index], inside)
+    return frozenset(out) if out else None
+
+
+def _paired(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values | None:
+    """Item index of an element of `enumerate(xs)` (1: an element of xs; 0: a count)
+    or of `zip(xs, ys)` (an element of the index-th iterable); None for anything else."""
+    if expr[0] != "it" or expr[1][0] != "c":
+        return None
+    func, args = expr[1][1], expr[1][2]
+    if any(a[0] == "*" for a in args) or func[0] != "n" or func[1] not in ("enumerate", "zip"):
+        return None
+    if eval(db, func, ctx) != {("x", f"builtins.{func[1]}")}:
+        return None
+    if func[1] == "enumerate":
+        if not args or index not in (0, 1, -1, -2):
+            return None
+        return elements(db, eval(db, args[0], ctx)) if index in (1, -1) else EMPTY
+    if not -len(args) <= index < len(args):
+        return None
+    return elements(db, eval(db, args[index], ctx))
 
 
 def starred(db: BinderState, expr: Expr, start: int, after: int, ctx: Ctx) -> Values:
@@ -212,7 +332,7 @@ def annotation_values(db: BinderState, ann: Expr | None, ctx: Ctx) -> Values:
         return EMPTY
     tag = ann[0]
     if tag in ("n", "a"):
-        return instances(db, _ann_target(db, ann, ctx))
+        return _named_annotation(db, ann, ctx)
     if tag == "sa":
         return _string_annotation(db, ann[1], ctx)
     if tag == "or":
@@ -227,6 +347,8 @@ def annotation_values(db: BinderState, ann: Expr | None, ctx: Ctx) -> Values:
         if name in ("Optional", "Union", "Annotated", "Final", "ClassVar", "Required"):
             parts = args[:1] if name in ("Annotated", "Final", "ClassVar") else args
             return annotation_values(db, ("or", parts), ctx)
+        if name in ("Generator", "AsyncGenerator"):  # what it yields, not what it is sent
+            args = args[:1]
         if name in ("type", "Type"):
             out = set()
             for arg in args:
@@ -271,7 +393,55 @@ def _string_annotation(db: BinderState, text: str, ctx: Ctx) -> Values:
     expr: Expr = ("n", parts[0])
     for p in parts[1:]:
         expr = ("a", expr, p)
-    return instances(db, _ann_target(db, expr, ctx))
+    return _named_annotation(db, expr, ctx)
+
+
+def _is_type_alias(expr: Expr) -> bool:
+    """Whether expr is the annotation `TypeAlias` (`typing.TypeAlias`)."""
+    return expr[0] == "an" and expr[1][0] in ("n", "a") and expr[1][-1] == "TypeAlias"
+
+
+def _named_annotation(db: BinderState, ann: Expr, ctx: Ctx) -> Values:
+    """An annotation that is a (dotted) name: instances of the class it names, or what
+    the type alias it names stands for."""
+    alias = _alias(db, ann, ctx, 0)
+    if alias is None:
+        return instances(db, _ann_target(db, ann, ctx))
+    module, name, value = alias
+    return db.caches.aliases.ask(
+        (module, name), EMPTY, annotation_values, db, value, Ctx(module, 0, None)
+    )
+
+
+def _alias(db: BinderState, ann: Expr, ctx: Ctx, hops: int) -> tuple[str, str, Expr] | None:
+    """(module, name, the annotation it stands for) when ann names a module-level type
+    alias (`TextType = Union[str, "Text"]`, `X: TypeAlias = "Text"`), here or through
+    imports of it; None for anything else (a class, most of all)."""
+    if hops > 8:
+        return None
+    if ann[0] == "a":
+        modules = [v for v in eval(db, ann[1], Ctx(ctx.path, ctx.scope, None)) if v[0] == "m"]
+        if len(modules) != 1:
+            return None
+        ctx, name = Ctx(modules[0][1], 0, None), ann[2]
+    else:
+        name = ann[1]
+    sole = lookup.sole_binding(db, ctx, name)
+    if sole is None or sole[0] != 0:
+        return None
+    value = sole[1].value
+    if value[0] == "if":
+        target = db.modules.resolve(value[1], value[2], ctx.path)
+        if target is None or target not in db.summaries:
+            return None
+        return _alias(db, ("n", value[3]), Ctx(target, 0, None), hops + 1)
+    declared = value[0] == "or" and _is_type_alias(value[1][-1])
+    if declared:  # `X: TypeAlias = ...`
+        value = value[1][0]
+    if value[0] != "s" and not (declared and value[0] == "k"):
+        return None
+    spelled = as_annotation(value)
+    return None if spelled is None else (ctx.path, name, spelled)
 
 
 def param_values(db: BinderState, path: str, idx: int, index: int) -> Values:

@@ -242,7 +242,7 @@ def _constant_int(db: BinderState, expr: Expr, ctx: Ctx) -> int | None:
         if expr[0] == "k":
             return expr[1] if isinstance(expr[1], int) else None
         if expr[0] == "n":
-            sole = _sole_binding(db, ctx, expr[1])
+            sole = sole_binding(db, ctx, expr[1])
             if sole is None:
                 return None
             expr = sole[1].value
@@ -281,7 +281,7 @@ def _literal(
     if tag != "n":
         return None
     path, name = ctx.path, expr[1]
-    sole = _sole_binding(db, ctx, name)
+    sole = sole_binding(db, ctx, name)
     if sole is None or sole[1].value[0] not in ("l", "s", "n"):
         return None
     owner, binding = sole
@@ -291,7 +291,7 @@ def _literal(
     return _literal(db, binding.value, at, depth + 1)
 
 
-def _sole_binding(db: BinderState, ctx: Ctx, name: str) -> tuple[int, Binding] | None:
+def sole_binding(db: BinderState, ctx: Ctx, name: str) -> tuple[int, Binding] | None:
     """(scope, binding) when name, seen from ctx, is bound exactly once."""
     owner = _binding_scope(db, ctx.path, ctx.scope, name)
     bindings = names(db, ctx.path, owner).get(name, ()) if owner is not None else ()
