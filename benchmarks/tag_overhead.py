@@ -74,8 +74,7 @@ def measure(
     index: Index, name: str, max_items: int, cross_file: bool, args: argparse.Namespace
 ) -> Row:
     graph = index.graph
-    with graph.lock:
-        mean_out, _hubs = graph_figures(graph)
+    mean_out, _hubs = graph_figures(graph)
     policy = resolve_policy(name, mean_out, max_items, cross_file=cross_file, tests=args.tests)
     source = source_lib = tags = tags_lib = blocks = 0
     parts: Counter[str] = Counter()

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import gc
 import hashlib
+import itertools
 import os
 import pickle
 import sqlite3
@@ -25,7 +26,16 @@ from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, body_edit, first_changed_line, moved
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Skipped, is_excluded, python_files
-from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
+from anchor_ls.index.model import (
+    CALLS,
+    IMPORTS,
+    INHERITS,
+    Edge,
+    Entity,
+    Graph,
+    Snapshot,
+    path_of,
+)
 from anchor_ls.index.mro import mro_of
 from anchor_ls.index.shares import Shares
 from anchor_ls.index.sources import Sources
@@ -41,6 +51,7 @@ from anchor_ls.syspath import start_children_safe
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
+_generations = itertools.count(1)  # of snapshots, across indexes: a new index's are later
 _MAX_ROUNDS = 4  # argument facts flow one call deeper per round
 _PARALLEL_MIN_FILES = 64
 _SERVED_MIN_FILES = 200  # spawning workers (about a second) is worth it from about here
@@ -56,7 +67,8 @@ class Problem:
 
 
 class Index:
-    """Index(root).build() then query `index.graph` (under `index.graph.lock`)."""
+    """Index(root).build(), then read `index.snapshot().graph` (or `index.graph`, the
+    graph of the latest snapshot): a frozen graph, for any thread, without a lock."""
 
     def __init__(
         self,
@@ -69,7 +81,8 @@ class Index:
         workers: int | None = None,
     ) -> None:
         self.root = Path(root).resolve()
-        self.graph = Graph(str(self.root))
+        self._graph = Graph(str(self.root))  # what mutations change (under self.lock)
+        self._published = self._snapshot_now(rebuilt=True)
         self.problems: dict[str, Problem] = {}
         self.exclude = tuple(exclude)
         self.max_file_bytes = max_file_bytes
@@ -90,6 +103,28 @@ class Index:
         self._stats = IndexStats()
         self._built: str | None = None  # the fingerprint of the build, until a file changes
         self.lock = threading.RLock()  # serialises mutations
+
+    # ----- what readers see -------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The graph of the latest snapshot (frozen)."""
+        return self._published.graph
+
+    def snapshot(self) -> Snapshot:
+        """The graph as the last build or change left it, frozen, with its generation:
+        it never changes, so a reader holds it as long as it likes, while the index
+        changes on another thread."""
+        return self._published
+
+    def _publish(self, *, rebuilt: bool = False) -> None:
+        """Readers see the graph as it now is (a complete build or change only)."""
+        if rebuilt or self._graph.changed:
+            self._published = self._snapshot_now(rebuilt=rebuilt)
+
+    def _snapshot_now(self, *, rebuilt: bool) -> Snapshot:
+        generation = next(_generations)
+        built = generation if rebuilt else self._published.built
+        return Snapshot(self._graph.frozen(), generation, built)
 
     # ----- paths ------------------------------------------------------------
     def relpath(self, path: str | Path) -> str | None:
@@ -178,6 +213,7 @@ class Index:
         # only what it needs, as after a warm start).
         self.binder.clear_caches()
         self._rebuild_graph()
+        self._publish(rebuilt=True)
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
             cache.store_graph(fingerprint, *self._snapshot())
@@ -368,15 +404,12 @@ class Index:
 
     def _rebuild_graph(self) -> None:
         graph = Graph(str(self.root))
-        with graph.lock:
-            for rel, summary in self.binder.summaries.items():
-                graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-            graph.load_edges(self._file_edges_and_sites())
-            for rel, summary in self.binder.summaries.items():
-                graph.replace_file_bases(
-                    rel, factlib.base_order(summary, self._facts[rel], self._ids)
-                )
-        self.graph = graph
+        for rel, summary in self.binder.summaries.items():
+            graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
+        graph.load_edges(self._file_edges_and_sites())
+        for rel, summary in self.binder.summaries.items():
+            graph.replace_file_bases(rel, factlib.base_order(summary, self._facts[rel], self._ids))
+        self._graph = graph
 
     def _file_edges_and_sites(self) -> Iterator[tuple[str, set[Edge], dict]]:
         for rel, summary in self.binder.summaries.items():
@@ -394,10 +427,10 @@ class Index:
                 parsed = self._reparser.summarize(relpath, data, held, limit=self.max_file_bytes)
             except UnreadableSource as err:
                 self._problem(relpath, err.kind, str(err))
-                return self._remove(relpath)
+                return self._published_after(self._remove(relpath))
             except RecursionError:  # as in a build: reported, never raised to the caller
                 self._problem(relpath, "too-deep", "nesting too deep to read; skipped")
-                return self._remove(relpath)
+                return self._published_after(self._remove(relpath))
             summary = parsed.summary
             self.problems.pop(relpath, None)
             self._note_summary_problems(summary)
@@ -405,12 +438,12 @@ class Index:
             self._sources.put(relpath, data)
             self._hashes[relpath] = content_hash(data)
             if before is None:
-                return self._replace(summary, parsed.bodies)
+                return self._published_after(self._replace(summary, parsed.bodies))
             old, new = _python_lines(before), _python_lines(data)
             line = first_changed_line(old, new)
             delta = new.count(b"\n") - old.count(b"\n")
             edited = (line, delta, parsed.walked, parsed.replaced)
-            return self._replace(summary, parsed.bodies, edited)
+            return self._published_after(self._replace(summary, parsed.bodies, edited))
 
     def prepare_edits(self, relpath: str) -> None:
         """Parse relpath as indexed and keep its tree, so that even its first edit walks
@@ -430,14 +463,18 @@ class Index:
                 gone = self.problems.get(relpath)
                 if gone is not None and gone.kind == "vanished":  # deleted: not a problem
                     del self.problems[relpath]
-                return self._remove(relpath)
+                return self._published_after(self._remove(relpath))
             return self.update_file(relpath, data)
 
     def remove_file(self, relpath: str) -> set[str]:
         with self.lock, _gc_paused():
             self._built = None
             self.problems.pop(relpath, None)
-            return self._remove(relpath)
+            return self._published_after(self._remove(relpath))
+
+    def _published_after(self, changed: set[str]) -> set[str]:
+        self._publish()
+        return changed
 
     def _remove(self, relpath: str) -> set[str]:
         self.ensure_engine()
@@ -455,8 +492,7 @@ class Index:
         self._facts.pop(relpath, None)
         self._ids.pop(relpath, None)
         self._interface_memo.pop(relpath, None)
-        with self.graph.lock:
-            self.graph.drop_file(relpath)
+        self._graph.drop_file(relpath)
         redo = (dependents | {fn[0] for fn in grown}) - {relpath}
         return {relpath} | before | self._reresolve(redo)
 
@@ -483,13 +519,12 @@ class Index:
             dependents = self._all_importers_of_new(rel)
             # A package that now re-exports from rel changes what its importers resolve to.
             todo = [d for d in dependents if d.endswith("__init__.py")]
-            with self.graph.lock:
-                while todo:
-                    for importer in self.graph.into("imports", todo.pop()):
-                        if importer not in dependents and importer != rel:
-                            dependents.add(importer)
-                            if importer.endswith("__init__.py"):
-                                todo.append(importer)
+            while todo:
+                for importer in self._graph.into("imports", todo.pop()):
+                    if importer not in dependents and importer != rel:
+                        dependents.add(importer)
+                        if importer.endswith("__init__.py"):
+                            todo.append(importer)
         if old is not None and interface_changed:
             # Definitions added, removed or moved: facts naming a removed scope are dropped,
             # the others follow their scope to its new index.
@@ -531,8 +566,7 @@ class Index:
         if interface_changed:
             dependents |= self._dispatching_into(rel, {rel} | dependents)
         self._ids[rel] = factlib.scope_ids(summary)
-        with self.graph.lock:
-            self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
+        self._graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
         changed = self._reresolve({rel} | dependents, (rel, edit) if edit else None, passed_before)
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
@@ -614,25 +648,24 @@ class Index:
         or import `*` from one, and so on."""
         resolve = self.binder.modules.resolve
         out, todo = {rel}, [rel]
-        with self.graph.lock:
-            while todo:
-                held = todo.pop()
-                for importer in self.graph.into(IMPORTS, held):
-                    summary = self.binder.summaries.get(importer)
-                    if importer in out or summary is None:
-                        continue
-                    top = summary.scopes[0]
-                    if any(
-                        resolve(module, level, importer) == held
-                        for module, level, _pos in top.star_imports
-                    ) or any(
-                        b.value[0] == "if"
-                        and b.value[3] in names
-                        and resolve(b.value[1], b.value[2], importer) == held
-                        for b in top.bindings
-                    ):
-                        out.add(importer)
-                        todo.append(importer)
+        while todo:
+            held = todo.pop()
+            for importer in self._graph.into(IMPORTS, held):
+                summary = self.binder.summaries.get(importer)
+                if importer in out or summary is None:
+                    continue
+                top = summary.scopes[0]
+                if any(
+                    resolve(module, level, importer) == held
+                    for module, level, _pos in top.star_imports
+                ) or any(
+                    b.value[0] == "if"
+                    and b.value[3] in names
+                    and resolve(b.value[1], b.value[2], importer) == held
+                    for b in top.bindings
+                ):
+                    out.add(importer)
+                    todo.append(importer)
         return out
 
     def _linking_into(
@@ -640,11 +673,10 @@ class Index:
     ) -> set[str]:
         """Files with an edge of one of kinds into a definition of rel that keep accepts."""
         out: set[str] = set()
-        with self.graph.lock:
-            for ent in self.graph.file_entities(rel):
-                if keep(ent):
-                    for kind in kinds:
-                        out.update(path_of(src) for src in self.graph.into(kind, ent.id))
+        for ent in self._graph.file_entities(rel):
+            if keep(ent):
+                for kind in kinds:
+                    out.update(path_of(src) for src in self._graph.into(kind, ent.id))
         return out
 
     def _mentions(
@@ -772,15 +804,14 @@ class Index:
     def _tests_calling_changed_helpers(self, before: dict[str, dict[int, frozenset]]) -> set[str]:
         """Test files calling a test helper (of the files in before) whose calls changed."""
         out: set[str] = set()
-        with self.graph.lock:
-            for rel, old in before.items():
-                new, ids = self._scope_calls(rel), self._ids.get(rel, [])
-                for idx in set(old) | set(new):
-                    if old.get(idx) == new.get(idx) or idx >= len(ids):
-                        continue
-                    ent = self.graph.entities.get(ids[idx])
-                    if ent and ent.kind in ("function", "method") and not is_test_name(ent.name):
-                        out.update(path_of(src) for src in self.graph.into(CALLS, ent.id))
+        for rel, old in before.items():
+            new, ids = self._scope_calls(rel), self._ids.get(rel, [])
+            for idx in set(old) | set(new):
+                if old.get(idx) == new.get(idx) or idx >= len(ids):
+                    continue
+                ent = self._graph.entities.get(ids[idx])
+                if ent and ent.kind in ("function", "method") and not is_test_name(ent.name):
+                    out.update(path_of(src) for src in self._graph.into(CALLS, ent.id))
         return {p for p in out if is_test_path(p)}
 
     def _calls_of(self, path: str, idx: int) -> list[tuple[tuple, list]]:
@@ -805,17 +836,15 @@ class Index:
         summary = self.binder.summaries[rel]
         facts = self._facts[rel]
         edges, sites = factlib.edges(summary, facts, self._ids, self._calls_of)
-        with self.graph.lock:
-            old = self.graph.file_edges(rel)
-            self.graph.replace_file_edges(rel, edges, sites)
-            self.graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
+        old = self._graph.file_edges(rel)
+        self._graph.replace_file_edges(rel, edges, sites)
+        self._graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
         moved = old ^ edges
         return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}
 
     def _edge_files(self, rel: str) -> set[str]:
         """Files holding the other end of any edge that touches rel."""
-        with self.graph.lock:
-            out = {path_of(edge.dst) for edge in self.graph.file_edges(rel)}
+        out = {path_of(edge.dst) for edge in self._graph.file_edges(rel)}
         out |= self._linking_into(rel, (CALLS, INHERITS, IMPORTS))
         out.discard(rel)
         return out
@@ -825,15 +854,14 @@ class Index:
         if not interface_changed:  # same names, bases, signatures and returns: nothing moves
             return set()
         out = self._linking_into(rel, (CALLS, INHERITS))
-        with self.graph.lock:
-            todo = [rel]
-            while todo:
-                module = todo.pop()
-                for importer in self.graph.into(IMPORTS, module):
-                    if importer not in out:
-                        out.add(importer)
-                        if importer.endswith("__init__.py"):
-                            todo.append(importer)
+        todo = [rel]
+        while todo:
+            module = todo.pop()
+            for importer in self._graph.into(IMPORTS, module):
+                if importer not in out:
+                    out.add(importer)
+                    if importer.endswith("__init__.py"):
+                        todo.append(importer)
         out.discard(rel)
         return out
 
@@ -877,19 +905,18 @@ class Index:
         return state, self._parts()
 
     def _parts(self) -> Iterator[tuple[str, bytes]]:
-        graph = self.graph
-        with graph.lock:
-            for rel in sorted(self.binder.summaries):
-                edges = sorted(graph.file_edges(rel))
-                made = graph.file_sites(rel)
-                sites = {tuple(e): made[e] for e in edges if e in made}
-                entities = [astuple_entity(e) for e in graph.file_entities(rel)]
-                bases = graph.file_bases(rel)
-                yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites, bases))
-            for rel, facts in sorted(self._facts.items()):
-                yield _FACTS + rel, _dump(facts)
-            for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
-                yield _PASSED + rel, _dump(per_scope)
+        graph = self._graph
+        for rel in sorted(self.binder.summaries):
+            edges = sorted(graph.file_edges(rel))
+            made = graph.file_sites(rel)
+            sites = {tuple(e): made[e] for e in edges if e in made}
+            entities = [astuple_entity(e) for e in graph.file_entities(rel)]
+            bases = graph.file_bases(rel)
+            yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites, bases))
+        for rel, facts in sorted(self._facts.items()):
+            yield _FACTS + rel, _dump(facts)
+        for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
+            yield _PASSED + rel, _dump(per_scope)
 
     def _restore(self, state: object, parts: dict[str, memoryview], fingerprint: str) -> bool:
         if not isinstance(state, dict) or "paths" not in state:
@@ -903,18 +930,18 @@ class Index:
         # tuple.__new__ makes the hundreds of thousands of edges at half the cost of their
         # constructor; sites stay keyed by plain tuples, equal to their edges
         make = tuple.__new__
-        with graph.lock:
-            for rel, (entities, _edges, _sites, bases) in files.items():
-                graph.replace_file_entities(rel, [Entity(*e) for e in entities])
-                graph.replace_file_bases(rel, bases)
-            graph.load_edges(
-                (
-                    (rel, [make(Edge, e) for e in edges], sites)
-                    for rel, (_entities, edges, sites, _bases) in files.items()
-                ),
-                ordered=True,
-            )
-        self.graph = graph
+        for rel, (entities, _edges, _sites, bases) in files.items():
+            graph.replace_file_entities(rel, [Entity(*e) for e in entities])
+            graph.replace_file_bases(rel, bases)
+        graph.load_edges(
+            (
+                (rel, [make(Edge, e) for e in edges], sites)
+                for rel, (_entities, edges, sites, _bases) in files.items()
+            ),
+            ordered=True,
+        )
+        self._graph = graph
+        self._publish(rebuilt=True)
         # Only problems of the files read now: not old listing or cache problems.
         self.problems.update(
             (rel, problem) for rel, problem in state["problems"].items() if rel in self._hashes
@@ -973,23 +1000,22 @@ class Index:
         are not in the index), each once: a cycle of bases repeats one where it is cut.
         Read from the graph, which keeps each class statement's order of bases: a warm
         start answers without loading the resolver state."""
-        graph = self.graph
-        with graph.lock:
-            return list(dict.fromkeys(mro_of(class_id, graph.bases, {}, set())))
+        graph = self.snapshot().graph
+        return list(dict.fromkeys(mro_of(class_id, graph.bases, {}, set())))
 
     # ----- figures ----------------------------------------------------------
     def stats(self) -> IndexStats:
-        with self.graph.lock:
-            mean, hubs = graph_figures(self.graph)
-            stats = IndexStats(
-                files=len(self._lazy[0]) if self._lazy else len(self.binder.summaries),
-                entities=len(self.graph.entities),
-                edges=edge_counts(self.graph),
-                mean_out_degree=round(mean, 3),
-                hub_share=round(hubs, 4),
-                reparsed=self._stats.reparsed,
-                from_cache=self._stats.from_cache,
-            )
+        graph = self.snapshot().graph
+        mean, hubs = graph_figures(graph)
+        stats = IndexStats(
+            files=len(self._lazy[0]) if self._lazy else len(self.binder.summaries),
+            entities=len(graph.entities),
+            edges=edge_counts(graph),
+            mean_out_degree=round(mean, 3),
+            hub_share=round(hubs, 4),
+            reparsed=self._stats.reparsed,
+            from_cache=self._stats.from_cache,
+        )
         if self._lazy is not None:
             stats.resolved_binder, stats.external, stats.unresolved = self._lazy[2]
         for facts in self._facts.values():

@@ -117,8 +117,7 @@ class HintWarmer:
         graph = folder.graph
         if graph is None:
             return []
-        with graph.lock:
-            files = graph.files()
+        files = graph.files()
         index = folder.index
         if index is not None:
             files.sort(key=lambda rel: -index.source_size(rel))
