@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from anchor_ls.index import Index
+from anchor_ls.index import CALLS, Graph, Index
 from anchor_ls.index.model import FrozenGraphError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 SERVICE = "pkg/service.py"
-ADDED = "\n\ndef audit(skus):\n    return checkout(skus, None)\n"
+# a function calling into its own file and into pkg/pricing.py (whose part changes too)
+ADDED = "\n\ndef audit(skus):\n    price_of(skus[0])\n    return checkout(skus, None)\n"
 DEADLOCK_GUARD = 120.0  # seconds; only a hang reaches it
 
 
@@ -27,8 +28,11 @@ def index(tmp_path: Path) -> Index:
     return idx
 
 
-def dumped(index_or_graph: object) -> str:
-    return json.dumps(index_or_graph.to_json(), sort_keys=True)  # type: ignore[attr-defined]
+def dumped(graph: Graph) -> str:
+    """Everything a reader can ask of a graph: entities, edges, their sites, base order."""
+    sites = {f"{e.kind} {e.src} {e.dst}": graph.sites(e.src, e.dst, e.kind) for e in graph.edges()}
+    bases = {rel: graph.file_bases(rel) for rel in graph.files()}
+    return json.dumps([graph.to_json(), sites, bases], sort_keys=True)
 
 
 def test_a_graph_held_before_an_edit_stays_as_it_was(index: Index) -> None:
@@ -41,6 +45,8 @@ def test_a_graph_held_before_an_edit_stays_as_it_was(index: Index) -> None:
     assert dumped(snapshot.graph) == before
     assert "pkg/service.py:audit" in index.graph.entities
     assert "pkg/service.py:audit" not in held.entities
+    assert "pkg/service.py:audit" in index.graph.into(CALLS, "pkg/pricing.py:price_of")
+    assert "pkg/service.py:audit" not in held.into(CALLS, "pkg/pricing.py:price_of")
     assert dumped(index.graph) != before
 
 
