@@ -140,6 +140,14 @@ class _Entities(Mapping[str, Entity]):
     def __len__(self) -> int:
         return sum(len(part.entities) for part in self._parts.values())
 
+    def values(self) -> Iterator[Entity]:  # type: ignore[override]
+        for part in list(self._parts.values()):
+            yield from part.entities.values()
+
+    def items(self) -> Iterator[tuple[str, Entity]]:  # type: ignore[override]
+        for part in list(self._parts.values()):
+            yield from part.entities.items()
+
 
 class FrozenGraphError(RuntimeError):
     """A published graph was asked to change: readers share it."""
