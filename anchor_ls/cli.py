@@ -47,7 +47,13 @@ def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) ->
         print(
             f"anchor-ls: warning: {path}: no Python files here; nothing to index", file=sys.stderr
         )
-    index = Index(root, cache_dir=cache or args.cache, exclude=exclude, use_cache=use_cache)
+    index = Index(
+        root,
+        cache_dir=cache or args.cache,
+        exclude=exclude,
+        use_cache=use_cache,
+        source_roots=args.source_root or (),
+    )
     with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
         index.build(progress=step)
     return index
@@ -156,7 +162,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     root = _folder(args.path)
     return serve(
-        root, cache_dir=args.cache, exclude=tuple(args.exclude or ()), max_items=args.max_items
+        root,
+        cache_dir=args.cache,
+        exclude=tuple(args.exclude or ()),
+        max_items=args.max_items,
+        source_roots=tuple(args.source_root or ()),
     )
 
 
@@ -218,6 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             metavar="GLOB",
             help="leave out files whose path relative to PATH matches (repeatable)",
+        )
+        p.add_argument(
+            "--source-root",
+            action="append",
+            metavar="DIR",
+            help="a folder absolute imports start from, relative to PATH (repeatable); "
+            "nested projects, src/ layouts and conftest folders are found without it",
         )
         return p
 

@@ -188,7 +188,7 @@ def test_a_worker_resolves_with_the_facts_it_was_taught(monkeypatch: pytest.Monk
 def test_a_worker_that_cannot_start_leaves_the_work_here(tmp_path: Path) -> None:
     """A spawned worker reads the summaries from the cache; this one finds none there
     (another process rebuilt it), so every share is resolved in this process."""
-    origin = (tmp_path / "empty-cache", dict.fromkeys(SOURCES, "0"), "repo")
+    origin = (tmp_path / "empty-cache", dict.fromkeys(SOURCES, "0"), "repo", ())
     assert shares._binder_from_cache(*origin) is None
     with shares.Shares(small_binder(), multiprocessing.get_context("spawn"), origin) as rounds:
         assert rounds.pools == [None] * shares.SHARES

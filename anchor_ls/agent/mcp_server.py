@@ -161,9 +161,16 @@ def build_server(service: Service) -> MCPServer:
     return server
 
 
-def serve(root: Path, *, cache_dir: str | None, exclude: tuple[str, ...], max_items: int) -> int:
+def serve(
+    root: Path,
+    *,
+    cache_dir: str | None,
+    exclude: tuple[str, ...],
+    max_items: int,
+    source_roots: tuple[str, ...] = (),
+) -> int:
     """Serve one repository over stdio until the client closes the connection."""
-    index = Index(root, cache_dir=cache_dir, exclude=exclude)
+    index = Index(root, cache_dir=cache_dir, exclude=exclude, source_roots=source_roots)
     service = Service(index, max_items)
     service.start()
     try:

@@ -101,10 +101,16 @@ class Binder:
         self._forget_definitions()
 
     # ----- program ------------------------------------------------------
-    def set_files(self, summaries: dict[str, FileSummary], root_package: str = "") -> None:
+    def set_files(
+        self,
+        summaries: dict[str, FileSummary],
+        root_package: str = "",
+        roots: Iterable[str] = (),
+    ) -> None:
+        """roots: the source roots beyond the repository's own (anchor_ls/index/roots.py)."""
         self._pack_unpacked()
         self.summaries = dict(summaries)
-        self.modules = ModuleTable(self.summaries, root_package)
+        self.modules = ModuleTable(self.summaries, root_package, roots)
         self.clear_caches()
         self._forget_definitions()
 

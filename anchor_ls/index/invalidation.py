@@ -20,6 +20,7 @@ from anchor_ls.index.interface import (
     renumbering,
 )
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Entity, Graph, path_of
+from anchor_ls.index.roots import states_a_root
 from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.syntax.parse import has_word, may_mention, words_sketch
@@ -55,6 +56,8 @@ class Invalidation:
         if relpath not in self.binder.summaries:
             return set()
         dependents = self._dependents(relpath, interface_changed=True)
+        if states_a_root(relpath):  # a source root less: any absolute import may move
+            dependents |= set(self.binder.summaries)
         before = self._edge_files(relpath)
         self.binder.drop_file(relpath)
         dependents |= self._dispatching_into(relpath, {relpath} | dependents)
@@ -337,6 +340,8 @@ class Invalidation:
         stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
         is_package = rel.rpartition("/")[2] == "__init__.py"
         package = rel.removesuffix("__init__.py") if is_package else None
+        if states_a_root(rel):  # a new source root: any absolute import may move
+            return set(self.binder.summaries) - {rel}
         out = set()
         for path, summary in self.binder.summaries.items():
             if package is not None and path.startswith(package) and path != rel:

@@ -5,29 +5,43 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
+from anchor_ls.index.roots import contains, stated_by_files, states_a_root
+
 
 class ModuleTable:
     """The repository's Python files as importable modules.
 
-    An absolute import is looked up from the importing file's source root (the
-    folder above its top package), then the repository root, then `src/`; a
-    folder without `__init__.py` is a namespace package. Modules not found are
+    An absolute import is looked up from the source roots (anchor_ls/index/roots.py says
+    which and in what order): the importing file's own (the folder above its top package),
+    those that contain it, innermost first, the repository root and `src/`, then the
+    others. A folder without `__init__.py` is a namespace package. Modules not found are
     external (the standard library, third-party code) and never linked.
     """
 
-    def __init__(self, relpaths: Iterable[str], root_package: str = "") -> None:
+    def __init__(
+        self, relpaths: Iterable[str], root_package: str = "", roots: Iterable[str] = ()
+    ) -> None:
         self.files: set[str] = set()
         self.dirs: set[str] = set()
         # When the indexed folder is itself a package (`django/`), `import django.x` lands inside.
         self.root_package = root_package
+        # Roots stated outside the Python files (pyproject.toml, setup.cfg, pytest's
+        # pythonpath, the user's); those of setup.py and conftest.py files are read off the
+        # files as they come and go.
+        self.roots = frozenset(roots) | {""}
+        self._markers: set[str] = set()  # the setup.py and conftest.py files
         # Answers of resolve(): a file asks the same import once per name it reads of it.
         self._resolved: dict[tuple[str, int, str], str | None] = {}
+        self._search: dict[str, tuple[str, ...]] = {}  # folder -> roots, in lookup order
         for rel in relpaths:
             self.add(rel)
 
     def add(self, relpath: str) -> None:
         self._resolved.clear()
+        self._search.clear()
         self.files.add(relpath)
+        if states_a_root(relpath):
+            self._markers.add(relpath)
         parent = posixpath.dirname(relpath)
         while parent and parent not in self.dirs:
             self.dirs.add(parent)
@@ -35,7 +49,9 @@ class ModuleTable:
 
     def discard(self, relpath: str) -> None:
         self._resolved.clear()
+        self._search.clear()
         self.files.discard(relpath)
+        self._markers.discard(relpath)
 
     def is_package_dir(self, folder: str) -> bool:
         return f"{folder}/__init__.py" in self.files if folder else False
@@ -77,23 +93,34 @@ class ModuleTable:
         if not parts:
             return None
         suffix = "/".join(parts)
-        roots = [self.source_root(importer), ""]
-        if "src" in self.dirs:
-            roots.append("src")
         if self.root_package and parts[0] == self.root_package and "__init__.py" in self.files:
             inner = "/".join(parts[1:])
             found = self.module_at(inner) if inner else "__init__.py"
             if found is not None:
                 return found
-        seen = set()
-        for root in roots:
-            if root in seen:
-                continue
-            seen.add(root)
+        for root in self.search_path(importer):
             found = self.module_at(f"{root}/{suffix}" if root else suffix)
             if found is not None:
                 return found
         return None
+
+    def search_path(self, importer: str) -> tuple[str, ...]:
+        """The roots an absolute import in `importer` is looked up from, in order."""
+        folder = posixpath.dirname(importer)
+        try:
+            return self._search[folder]
+        except KeyError:
+            pass
+        roots = self.roots | stated_by_files(self.files, self._markers)
+        near = sorted((r for r in roots if contains(r, importer)), key=_depth, reverse=True)
+        order = [self.source_root(importer)]
+        for root in [*near, *sorted(roots.difference(near))]:
+            order.append(root)
+            src = f"{root}/src" if root else "src"
+            if src in self.dirs:
+                order.append(src)
+        found = self._search[folder] = tuple(dict.fromkeys(order))
+        return found
 
     def submodule(self, module: str, name: str) -> str | None:
         """`name` as a submodule of a package (or namespace folder) module."""
@@ -106,3 +133,7 @@ class ModuleTable:
         else:
             return None
         return self.module_at(f"{folder}/{name}")
+
+
+def _depth(folder: str) -> tuple[int, str]:
+    return (folder.count("/") + 1 if folder else 0, folder)

@@ -32,10 +32,15 @@ def unpickled(rows: Iterable[tuple[str, memoryview]], prefix: str) -> dict[str, 
     return {name.removeprefix(prefix): pickle.loads(blob) for name, blob in rows}
 
 
-def fingerprint(exclude: tuple[str, ...], max_file_bytes: int, hashes: dict[str, str]) -> str:
-    """What a stored build is valid for: this version, these settings, these files."""
+def fingerprint(
+    exclude: tuple[str, ...], max_file_bytes: int, roots: tuple[str, ...], hashes: dict[str, str]
+) -> str:
+    """What a stored build is valid for: this version, these settings and source roots,
+    these files."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}\0{exclude}\0{max_file_bytes}".encode())
+    if roots:  # absent without nested roots: such a repository's caches stay valid
+        h.update(f"\0roots\0{roots}".encode("utf-8", "surrogateescape"))
     for rel in sorted(hashes):
         h.update(f"\0{rel}\0{hashes[rel]}".encode("utf-8", "surrogateescape"))
     return h.hexdigest()

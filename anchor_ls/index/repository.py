@@ -29,6 +29,13 @@ from anchor_ls.index.persistence import (
     restore_graph,
     unpickled,
 )
+from anchor_ls.index.roots import (
+    folders_of,
+    project_roots,
+    stated_by_files,
+    states_a_root,
+    user_roots,
+)
 from anchor_ls.index.shares import Shares
 from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
@@ -62,12 +69,20 @@ class Index(Invalidation):
         use_cache: bool = True,
         max_file_bytes: int = MAX_FILE_BYTES,
         workers: int | None = None,
+        source_roots: Sequence[str] = (),
     ) -> None:
+        """source_roots: folders absolute imports start from that no file states (relative
+        to root, or absolute inside it); those the files state are found (index/roots.py)."""
         self.root = Path(root).resolve()
         self._graph = Graph(str(self.root))  # what mutations change (under self.lock)
         self._published = self._snapshot_now(rebuilt=True)
         self.problems: dict[str, Problem] = {}
         self.exclude = tuple(exclude)
+        self.source_roots = tuple(source_roots)
+        # The source roots of the last build that pyproject.toml, setup.cfg, pytest's
+        # pythonpath and the user state (the module table adds the repository root and those
+        # of setup.py and conftest.py files, which come and go with the files).
+        self.roots: tuple[str, ...] = ()
         self.max_file_bytes = max_file_bytes
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._cache_dir = Path(cache_dir) if cache_dir else None
@@ -160,13 +175,14 @@ class Index(Invalidation):
                 self._problem(item.path, item.kind, item.message)
             else:
                 relpaths.append(item)
+        self.roots = self._find_roots(relpaths)
         for rel in relpaths:
             data = self._read(rel)
             if data is not None:
                 self._sources.put(rel, data, pack=False)  # packed once the build needs no more
                 self._hashes[rel] = content_hash(data)
         cache = self._open_cache()
-        stamp = fingerprint(self.exclude, self.max_file_bytes, self._hashes)
+        stamp = fingerprint(self.exclude, self.max_file_bytes, self.roots, self._hashes)
         if cache is not None:
             stored = cache.load_graph(stamp, GRAPH)
             self._note_cache(cache)
@@ -184,7 +200,7 @@ class Index(Invalidation):
         with ThreadPoolExecutor(1) as writer:
             stored = writer.submit(cache.store_summaries, fresh) if cache is not None else None
             self._sources.pack()
-            self.binder.set_files(summaries, self.root.name)
+            self.binder.set_files(summaries, self.root.name, self.roots)
             self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
             self.binder.warm()
             if stored is not None:
@@ -224,6 +240,17 @@ class Index(Invalidation):
             cache.store_derived(name, self._built, blob)
             self._note_cache(cache)
             return True
+
+    def _find_roots(self, relpaths: list[str]) -> tuple[str, ...]:
+        """The source roots the repository's files state and those the user named, but
+        the repository root (always one); their problems are reported."""
+        found, problems = project_roots(self.root, folders_of(relpaths))
+        named, unused = user_roots(self.root, self.source_roots)
+        for path, message in problems:
+            self._problem(path, "config", message)
+        for path, message in unused:
+            self._problem(path, "source-root", message)
+        return tuple(sorted((set(found) | set(named)) - {""}))
 
     def _read(self, rel: str) -> bytes | None:
         found = read_file(self.root, rel, self.max_file_bytes)
@@ -303,7 +330,9 @@ class Index(Invalidation):
         only the functions whose parameters learned new values are read again."""
         context = _pool_context(len(paths)) if self.workers > 1 else None
         cache = self._open_cache()
-        origin = (cache.path.parent, dict(self._hashes), self.root.name) if cache else None
+        origin = None
+        if cache is not None:
+            origin = (cache.path.parent, dict(self._hashes), self.root.name, self.roots)
         n, done = len(paths), 0
 
         def on_file(rel: str) -> None:
@@ -582,7 +611,7 @@ class Index(Invalidation):
             self._build(None)
             return
         self.binder = Binder()
-        self.binder.set_files(summaries, self.root.name)
+        self.binder.set_files(summaries, self.root.name, self.roots)
         self.binder.restore_passed(contrib)
         self._facts = facts
         self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
@@ -621,6 +650,9 @@ class Index(Invalidation):
         for problem in self.problems.values():
             counts[problem.kind] = counts.get(problem.kind, 0) + 1
         stats.problems = dict(sorted(counts.items()))
+        markers = [rel for rel in self._hashes if states_a_root(rel)]
+        found = {"", *self.roots} | stated_by_files(self._hashes, markers)
+        stats.source_roots = sorted(root or "." for root in found)
         return stats
 
     def close(self) -> None:

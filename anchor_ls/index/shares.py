@@ -47,8 +47,9 @@ FILE_LINES = 10
 Resolved = tuple[str, FileFacts, dict]
 # What to resolve this round: relpath -> the scopes, or None for the whole file
 Todo = dict[str, set[int] | None]
-# Where a fresh interpreter finds the summaries: (cache folder, relpath -> hash, root name)
-Origin = tuple[Path, dict[str, str], str]
+# Where a fresh interpreter finds the summaries: (cache folder, relpath -> hash, root name,
+# source roots)
+Origin = tuple[Path, dict[str, str], str, tuple[str, ...]]
 
 _forked: Binder | None = None  # the parent's binder, inherited by forked workers
 _worker: Binder | None = None  # a worker's binder: the parent's, kept up to date
@@ -323,7 +324,9 @@ def _runs(job: bytes) -> list[tuple[int, bytes]]:
     return done
 
 
-def _binder_from_cache(folder: Path, hashes: dict[str, str], root_name: str) -> Binder | None:
+def _binder_from_cache(
+    folder: Path, hashes: dict[str, str], root_name: str, roots: tuple[str, ...]
+) -> Binder | None:
     """The parent's binder as it stood before the first round: same summaries, tables."""
     cache = Cache(folder)
     try:
@@ -333,7 +336,7 @@ def _binder_from_cache(folder: Path, hashes: dict[str, str], root_name: str) -> 
     if len(blobs) != len(hashes):
         return None
     binder = Binder()
-    binder.set_files({rel: pickle.loads(blob) for rel, blob in blobs.items()}, root_name)
+    binder.set_files({rel: pickle.loads(blob) for rel, blob in blobs.items()}, root_name, roots)
     binder.warm()
     binder.clear_caches()
     return binder

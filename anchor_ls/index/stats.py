@@ -23,6 +23,8 @@ class IndexStats:
     problems: dict[str, int] = field(default_factory=dict)
     reparsed: int = 0
     from_cache: int = 0
+    # the folders absolute imports start from ("." is the root): see anchor_ls/index/roots.py
+    source_roots: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -168,6 +168,7 @@ class Folder:
                 self.root,
                 cache_dir=_cache_dir(settings, self.root, shared_cache),
                 exclude=settings.exclude,
+                source_roots=settings.source_roots,
             )
             if self.index is None:
                 # First build: serve what is known while the graph fills in.

@@ -26,10 +26,11 @@ class Settings:
     lens_fields: tuple[str, ...] = ("CALLED_BY", "REFERENCED_BY", "CALLS", "DERIVED")
     exclude: tuple[str, ...] = ()
     cache_dir: str | None = None
+    source_roots: tuple[str, ...] = ()
 
-    def index_key(self) -> tuple[tuple[str, ...], str | None]:
+    def index_key(self) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
         """The settings an Index is built with: a change here means a rebuild."""
-        return self.exclude, self.cache_dir
+        return self.exclude, self.cache_dir, self.source_roots
 
     def as_json(self) -> dict[str, Any]:
         return {_CAMEL[f.name]: _jsonable(getattr(self, f.name)) for f in fields(self)}
@@ -44,6 +45,7 @@ _CAMEL = {
     "lens_fields": "lensFields",
     "exclude": "exclude",
     "cache_dir": "cacheDir",
+    "source_roots": "sourceRoots",
 }
 
 
@@ -84,6 +86,12 @@ def _globs(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _folders(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError("expected a list of folders (relative to the workspace folder)")
+    return tuple(value)
+
+
 def _cache_dir(value: Any) -> str | None:
     if value is None or value == "":
         return None
@@ -101,6 +109,7 @@ _PARSERS = {
     "lensFields": ("lens_fields", _field_list),
     "exclude": ("exclude", _globs),
     "cacheDir": ("cache_dir", _cache_dir),
+    "sourceRoots": ("source_roots", _folders),
 }
 
 

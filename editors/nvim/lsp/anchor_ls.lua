@@ -28,6 +28,7 @@ return {
       lensFields = { 'CALLED_BY', 'REFERENCED_BY', 'CALLS', 'DERIVED' },
       exclude = {},
       cacheDir = vim.NIL,
+      sourceRoots = {},
     },
   },
 }

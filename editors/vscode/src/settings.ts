@@ -12,6 +12,7 @@ export interface ServerSettings {
   lensFields: string[];
   exclude: string[];
   cacheDir: string | null;
+  sourceRoots: string[];
 }
 
 export function serverSettings(scope?: vscode.Uri): ServerSettings {
@@ -25,5 +26,6 @@ export function serverSettings(scope?: vscode.Uri): ServerSettings {
     lensFields: cfg.get<string[]>("lensFields", ["CALLED_BY", "REFERENCED_BY", "CALLS", "DERIVED"]),
     exclude: cfg.get<string[]>("exclude", []),
     cacheDir: cfg.get<string | null>("cacheDir", null) || null,
+    sourceRoots: cfg.get<string[]>("sourceRoots", []),
   };
 }

@@ -55,6 +55,14 @@ async function run(page) {
     await runRestricted(page);
     return;
   }
+  if (process.env.E2E_MODE === "nested") {
+    await runNested(page);
+    return;
+  }
+  if (process.env.E2E_MODE === "loose") {
+    await runLoose(page);
+    return;
+  }
 
   step = "open pkg/service.py";
   await openFile(page, "service.py", "pkg");
@@ -89,7 +97,7 @@ async function run(page) {
   }
 
   step = "code lenses";
-  const lenses = await waitFor(page, checkoutLens, (found) => found && found.text);
+  const lenses = await waitFor(page, defLens, (found) => found && found.text, TIMEOUT, "checkout");
   log(`code lenses: ${JSON.stringify(lenses.all)}; above def checkout: ${JSON.stringify(lenses.text)}`);
   if (!new RegExp(`^${CALLERS.length} callers?\\b`).test(lenses.text)) {
     throw new Error(`the lens of checkout should count ${CALLERS.length} callers: ${JSON.stringify(lenses)}`);
@@ -148,7 +156,7 @@ async function run(page) {
   await page.keyboard.press("Escape");
 
   step = "a code lens opens the references view (anchor.showLocations)";
-  const lensLink = await page.evaluate(checkoutLens);
+  const lensLink = await page.evaluate(defLens, "checkout");
   await page.mouse.click(lensLink.x, lensLink.y);
   await page.waitForSelector(".monaco-editor .peekview-widget .ref-tree, .reference-zone-widget", {
     timeout: 30_000,
@@ -363,6 +371,56 @@ async function runRestricted(page) {
   log(`status bar: ${JSON.stringify(refusedStatus)}`);
 }
 
+/** Flask's tutorial in small (fixtures/source_roots): a nested project with its own
+ * pyproject.toml whose tests import its package as installed (`from flaskr.db import get_db`).
+ * The lens of get_db counts its callers and the nested tests that call it. */
+async function runNested(page) {
+  step = "open examples/tutorial/flaskr/db.py";
+  await openFile(page, "db.py", "flaskr");
+  await page.waitForSelector(".monaco-editor .view-lines");
+
+  step = "the lens of get_db counts the nested project's callers and its tests";
+  const want = { callers: Number(process.env.E2E_NESTED_CALLERS), tests: Number(process.env.E2E_NESTED_TESTS) };
+  const lens = await waitFor(
+    page,
+    defLens,
+    (found) => found && found.text && /\btests?\b/.test(found.text),
+    TIMEOUT,
+    "get_db"
+  );
+  log(`code lenses above def get_db: ${JSON.stringify(lens.text)}`);
+  const callers = /(\d+) callers?\b/.exec(lens.text);
+  const tests = [...lens.text.matchAll(/(\d+) tests?\b/g)].map((m) => Number(m[1]));
+  if (!callers || Number(callers[1]) !== want.callers || !tests.includes(want.tests)) {
+    throw new Error(`the lens of get_db should count ${want.callers} callers and ${want.tests} tests: ${lens.text}`);
+  }
+  await page.screenshot({ path: SHOT });
+}
+
+/** A loose folder (no pyproject.toml, setup.py or .git) opened without a workspace folder:
+ * the server indexes the opened file's project (its folder) and the hint names a caller
+ * in a sibling file. */
+async function runLoose(page) {
+  step = "open the loose file (no workspace folder)";
+  await page.locator(".tabs-container .tab.active", { hasText: process.env.E2E_LOOSE_NAME }).waitFor();
+  await page.waitForSelector(".monaco-editor .view-lines");
+
+  step = "inlay hint of the loose file names its caller in a sibling file";
+  const hintLine = await waitFor(
+    page,
+    (def) => {
+      const lines = [...document.querySelectorAll(".monaco-editor .view-line")];
+      const line = lines.find((l) => (l.textContent || "").replace(/\u00a0/g, " ").startsWith(`def ${def}(`));
+      return line ? line.textContent.replace(/\u00a0/g, " ") : null;
+    },
+    (text) => text && text.split(":").slice(1).join(":").includes(process.env.E2E_LOOSE_CALLER),
+    TIMEOUT,
+    process.env.E2E_LOOSE_DEF
+  );
+  log(`loose def line: ${JSON.stringify(hintLine)}`);
+  await page.screenshot({ path: SHOT });
+}
+
 async function openFile(page, name, dirHint) {
   const tab = page.locator(".tabs-container .tab", { hasText: name }).first();
   if ((await tab.count()) > 0) {
@@ -459,11 +517,11 @@ function notifications() {
 }
 
 /** Poll a page function until `ok(value)`; the last value goes into the error. */
-async function waitFor(page, fn, ok, timeout = TIMEOUT) {
+async function waitFor(page, fn, ok, timeout = TIMEOUT, arg = undefined) {
   const end = Date.now() + timeout;
   let value;
   for (;;) {
-    value = await page.evaluate(fn);
+    value = await page.evaluate(fn, arg);
     if (ok(value)) {
       return value;
     }
@@ -479,13 +537,14 @@ main().catch((err) => {
   process.exit(1);
 });
 
-// In the page: the code lens of `def checkout` and the middle of its first link. Monaco adds
+// In the page: the code lens of `def <name>` and the middle of its first link. Monaco adds
 // the lenses' view zones to the DOM as they come, and a zone laid out for a line that
-// scrolled away keeps its old place: the lens of `def checkout` is the one that ends
+// scrolled away keeps its old place: the lens of `def <name>` is the one that ends
 // nearest above that line, wherever it stands in the DOM or on the screen.
-function checkoutLens() {
+// (page.evaluate sends the function's text: it uses nothing from outside it.)
+function defLens(name) {
   const line = [...document.querySelectorAll(".monaco-editor .view-line")].find((l) =>
-    /^\s*def checkout\(/.test((l.textContent || "").replace(/\u00a0/g, " "))
+    new RegExp(`^\\s*def ${name}\\(`).test((l.textContent || "").replace(/\u00a0/g, " "))
   );
   if (!line) return null;
   const top = line.getBoundingClientRect().top;

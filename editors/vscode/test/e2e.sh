@@ -6,7 +6,9 @@
 # palette commands reach the server, that no module planted in the workspace ran, and that
 # the MCP server definitions are registered and listed (MCP: List Servers) where the editor
 # has the API (elsewhere the output channel must say why not); then that an untrusted
-# workspace's own interpreter never runs.
+# workspace's own interpreter never runs; then that a nested project's tests count in the
+# lens of the function they call (fixtures/source_roots), and that a loose file opened
+# without a workspace folder gets its folder indexed.
 #
 # Usage: e2e.sh              install what is missing, then run the test
 #        e2e.sh --prepare    only install (apt, .vsix, code-server, playwright-core): no
@@ -398,4 +400,80 @@ if [ $rc -ne 0 ] || [ -n "$marks" ]; then
   die "the Restricted Mode checks failed (screenshot: ${SHOT%.png}-restricted-failure.png)"
 fi
 log "Restricted Mode: the user's interpreter ran the server, the workspace's never ran"
+
+# --- 9. a nested project and a loose folder ---------------------------------------------
+# Each in a code-server of its own, with the first run's user settings (trust off):
+#  nested: fixtures/source_roots, Flask's tutorial in small (examples/tutorial has its own
+#          pyproject.toml; its tests import `flaskr` as installed); the lens of get_db counts
+#          its callers and the nested tests, from the hand-written expected.json.
+#  loose:  a folder without pyproject.toml, setup.py or .git, opened as a file with no
+#          workspace folder: the server indexes the file's folder and the hint names a
+#          caller in a sibling file.
+# Usage: drive MODE LOG URL-QUERY (HOSTPORT in it: code-server's address; other E2E_*
+# settings in the environment)
+drive() {
+  kill -TERM -- "-$CS_PID" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 -- "-$CS_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$CS_PID" 2>/dev/null || true
+  PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  setsid "$CS_BIN" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none \
+    --disable-telemetry --disable-update-check --disable-workspace-trust \
+    --disable-getting-started-override --ignore-last-opened >"$RUN/$2" 2>&1 &
+  CS_PID=$!
+  PGIDS+=($CS_PID)
+  for _ in $(seq 1 120); do
+    healthy && break
+    kill -0 "$CS_PID" 2>/dev/null || { cat "$RUN/$2"; die "code-server exited"; }
+    sleep 0.5
+  done
+  healthy || die "code-server did not come up"
+  log "code-server ($1) on 127.0.0.1:$PORT"
+  set +e
+  E2E_MODE="$1" E2E_URL="http://127.0.0.1:$PORT/?${3//HOSTPORT/127.0.0.1%3A$PORT}" E2E_RUN="$RUN" \
+    E2E_SHOT="${SHOT%.png}-$1.png" NODE_PATH="$E2E/pw/node_modules" \
+    setsid node "$HERE/test/e2e-driver.cjs" &
+  driver=$!
+  PGIDS+=($driver)
+  wait $driver
+  rc=$?
+  set -e
+  if [ $rc -ne 0 ]; then
+    for f in $(find "$RUN/data/logs" -name '*anchor-ls*' 2>/dev/null); do
+      echo "--- $f (tail) ---"; tail -20 "$f"
+    done
+    die "the $1 checks failed (screenshot: ${SHOT%.png}-$1-failure.png)"
+  fi
+}
+cp "$RUN/settings-initial.json" "$RUN/data/User/settings.json"
+"$PY_ABS" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+s["anchorLs.lensFields"] = ["CALLED_BY", "TEST_REF"]
+json.dump(s, open(sys.argv[1], "w"), indent=2)' "$RUN/data/User/settings.json"
+WS3="$RUN/nested"
+cp -r "$REPO/fixtures/source_roots" "$WS3"
+rm -rf "$WS3/.anchor-ls"
+# Callers of get_db from expected.json: outside test code (CALLED_BY), and in test code
+# (TEST_REF; the nested tests and their conftest.py).
+read -r E2E_NESTED_CALLERS E2E_NESTED_TESTS < <("$PY_ABS" -c 'import json, sys
+from anchor_ls.tags.policy import is_test_path
+d = json.load(open(sys.argv[1]))
+callers = [s for s, t in d["calls"] if t == "examples/tutorial/flaskr/db.py:get_db"]
+tested = [s for s in callers if is_test_path(s.partition(":")[0])]
+print(len(callers) - len(tested), len(tested))' "$WS3/expected.json")
+export E2E_NESTED_CALLERS E2E_NESTED_TESTS
+log "nested project: get_db has $E2E_NESTED_CALLERS callers and $E2E_NESTED_TESTS tests"
+drive nested code-server-nested.log "folder=$WS3"
+log "nested project: the lens of get_db counts the nested tests"
+
+cp "$RUN/settings-initial.json" "$RUN/data/User/settings.json"
+LOOSE="$RUN/loose"
+mkdir -p "$LOOSE"
+printf 'def slugify(text):\n    return text.lower().replace(" ", "-")\n' >"$LOOSE/helpers.py"
+printf 'from helpers import slugify\n\n\ndef main():\n    print(slugify("Hello World"))\n' >"$LOOSE/cli.py"
+export E2E_LOOSE_NAME=helpers.py E2E_LOOSE_DEF=slugify E2E_LOOSE_CALLER=main
+drive loose code-server-loose.log "payload=$("$PY_ABS" -c 'import json, sys, urllib.parse
+print(urllib.parse.quote(json.dumps([["openFile", "vscode-remote://" + sys.argv[1] + sys.argv[2]]])))' HOSTPORT "$LOOSE/helpers.py")"
+grep -rqs "no workspace folder; indexing $LOOSE " "$RUN/data/logs" \
+  || die "loose folder: the server's log does not say it indexed $LOOSE for want of a folder"
+log "loose folder: the server indexed the opened file's folder"
 log "PASS"
