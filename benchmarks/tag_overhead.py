@@ -1,13 +1,16 @@
 """Tag overhead per policy: bytes of materialized CodeAnchor blocks over bytes of source.
 
     python benchmarks/tag_overhead.py [TREE ...] [--max-items N] [--cache DIR] [--breakdown]
-                                      [--tests]
+                                      [--tests] [--ranking]
 
 Default trees: the standard library of this interpreter (its site-packages left out, its
-`test/` package kept) and, when it has been unpacked, the Django 5.1.4 sdist (the `django`
-package plus its `tests/`):
+`test/` package kept) and, when they have been unpacked, the Django 5.1.4 sdist (the
+`django` package plus its `tests/`) and the rich 13.9.4 sdist (the `rich` package; its
+modules end in `if __name__ == "__main__":` demos):
     pip download --no-binary :all: --no-deps django==5.1.4 -d benchmarks/.data
     tar -xzf benchmarks/.data/Django-5.1.4.tar.gz -C benchmarks/.data
+    pip download --no-binary :all: --no-deps rich==13.9.4 -d benchmarks/.data
+    tar -xzf benchmarks/.data/rich-13.9.4.tar.gz -C benchmarks/.data
 Each tree gets one table: topo, inv, dense and auto, then the same with --cross-file (only
 links to other files). "overhead" is tag bytes over all source bytes (the issue's
 measure; test code carries no blocks by default, see anchor_ls/tags/policy.py), "non-test"
@@ -15,6 +18,10 @@ the tag bytes in files that are not test code over their source bytes. Targets (
 issue): topo under 15 %, inv under 8 % of source bytes; auto is held to the target of the
 policy it resolves to. `--breakdown` adds where the bytes of the topo and inv blocks go;
 `--tests` measures every policy with test code tagged too (`anchor-ls tag --tests`).
+`--ranking` shows what ranking the capped lists does (anchor_ls/tags/rank.py): over every
+CALLED_BY field the cap cuts, how many demo entries the cut keeps when sorted by id (as
+before ranking) and ranked, and for the hubs with the most demo callers, which entries each
+order keeps.
 Dense fields appear once the index emits dense edges; until then dense equals topo.
 """
 
@@ -31,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anchor_ls.index import Index
-from anchor_ls.index.model import path_of
+from anchor_ls.index.model import Graph, path_of
 from anchor_ls.index.stats import graph_figures
 from anchor_ls.tags import text
 from anchor_ls.tags.apply import render_file
@@ -39,13 +46,17 @@ from anchor_ls.tags.policy import (
     DEFAULT_MAX_ITEMS,
     DENSE_EDGE_KINDS,
     ResolvedPolicy,
+    fields_for,
     is_test_path,
     resolve_policy,
 )
+from anchor_ls.tags.rank import DEMO, PRODUCTION, ROLE_NAMES, TESTS, fan_in, role
 from anchor_ls.tags.render import CLOSE, OPEN
 
 STDLIB = sysconfig.get_paths()["stdlib"]
 DJANGO = Path(__file__).resolve().parent / ".data" / "Django-5.1.4"
+RICH = Path(__file__).resolve().parent / ".data" / "rich-13.9.4"
+RANKING_HUBS = 3  # hubs whose kept CALLED_BY entries --ranking prints
 # The standard library folder may hold installed packages; they are not the standard library.
 THIRD_PARTY = ["site-packages", "site-packages/*", "dist-packages", "dist-packages/*"]
 TARGETS = {"topo": 0.15, "inv": 0.08}
@@ -154,6 +165,50 @@ def print_breakdown(row: Row) -> None:
         print(f"    {key:<46} {value:>11,} {value / total:>7.1%} of tags")
 
 
+def print_ranking(index: Index, max_items: int) -> None:
+    """What the cap keeps of each CALLED_BY field: sorted by id (before ranking) or ranked."""
+    graph = index.graph
+    uncapped = resolve_policy("topo", 0.0, 0)
+    uncapped = ResolvedPolicy("topo", ("CALLED_BY",), 0, uncapped.reason)
+    cut = 0
+    kept: dict[str, Counter[int]] = {"by id": Counter(), "ranked": Counter()}
+    callers = {"by id": 0, "ranked": 0}  # sum of the kept entries' own callers (fan-in)
+    swapped = 0  # entries the ranked cut keeps that the cut by id did not
+    hubs: list[tuple[int, str, list[str]]] = []
+    for ident in sorted(graph.entities):
+        found = fields_for(graph, ident, uncapped)
+        if not found or len(found[0].entries) <= max_items:
+            continue
+        cut += 1
+        ranked = list(found[0].entries)
+        roles = {i: role(graph, i, "calls", ident) for i in ranked}
+        by_id = sorted(ranked)[:max_items]
+        kept["by id"].update(roles[i] for i in by_id)
+        kept["ranked"].update(roles[i] for i in ranked[:max_items])
+        callers["by id"] += sum(fan_in(graph, i) for i in by_id)
+        callers["ranked"] += sum(fan_in(graph, i) for i in ranked[:max_items])
+        swapped += len(set(ranked[:max_items]) - set(by_id))
+        demo = sum(1 for r in roles.values() if r == DEMO)
+        if demo:
+            hubs.append((-demo, ident, ranked))
+    print(
+        f"\n  ranking: {cut:,} CALLED_BY fields cut at {max_items}; ranked, the cut keeps "
+        f"{swapped:,} entries the cut by id did not. Entries kept, by role, and their callers:"
+    )
+    for order, counts in kept.items():
+        shown = ", ".join(f"{counts[r]:,} {ROLE_NAMES[r]}" for r in (PRODUCTION, DEMO, TESTS))
+        print(f"    {order:<7} {shown}; {callers[order]:,} callers of their own")
+    for minus_demo, ident, ranked in sorted(hubs)[:RANKING_HUBS]:
+        print(f"  {ident}: {len(ranked)} callers, {-minus_demo} in demo code; kept")
+        for order, first in (("by id", sorted(ranked)), ("ranked", ranked)):
+            names = ", ".join(_marked(graph, i, ident) for i in first[:max_items])
+            print(f"    {order:<7} {names}")
+
+
+def _marked(graph: Graph, ident: str, callee: str) -> str:
+    return ident + (" (demo)" if role(graph, ident, "calls", callee) == DEMO else "")
+
+
 def commit() -> str:
     git = ["git", "-C", str(Path(__file__).resolve().parent.parent)]
     head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
@@ -169,10 +224,14 @@ def main() -> None:
     parser.add_argument("--cache", metavar="DIR", help="reuse index caches here")
     parser.add_argument("--breakdown", action="store_true", help="where the tag bytes go")
     parser.add_argument("--tests", action="store_true", help="tag test code too")
+    parser.add_argument(
+        "--ranking", action="store_true", help="what the cap keeps, sorted by id and ranked"
+    )
     args = parser.parse_args()
-    trees = args.trees or [STDLIB] + ([str(DJANGO)] if DJANGO.is_dir() else [])
-    if not args.trees and not DJANGO.is_dir():
-        print(f"(no {DJANGO}: Django left out; see the docstring to fetch it)")
+    trees = args.trees or [STDLIB] + [str(t) for t in (DJANGO, RICH) if t.is_dir()]
+    for corpus in (DJANGO, RICH):
+        if not args.trees and not corpus.is_dir():
+            print(f"(no {corpus}: left out; see the docstring to fetch it)")
     verdicts: list[str] = []
     for tree in trees:
         with tempfile.TemporaryDirectory() as scratch:
@@ -190,6 +249,8 @@ def main() -> None:
         )
         rows = [measure(index, p, args.max_items, x, args) for p, x in ROWS]
         print_table(rows)
+        if args.ranking:
+            print_ranking(index, rows[0].policy.max_items)
         if args.breakdown:
             for row in rows:
                 if row.requested in TARGETS and not row.policy.cross_file:

@@ -125,7 +125,8 @@ async def lenses_at(ed: Editor, rel: str, line: int) -> dict[str, types.CodeLens
         if lens.range.start.line == line:
             resolved = await ed.client.code_lens_resolve_async(lens)
             assert resolved.command is not None
-            found[resolved.command.title.split(" ", 1)[1]] = resolved
+            noun = resolved.command.title.split(" · ")[0].split(" ", 1)[1]  # `· 3 tests` aside
+            found[noun] = resolved
     return found
 
 
@@ -136,7 +137,8 @@ async def test_lenses_count_and_locate_callers(ed: Editor) -> None:
     callers = callers_of(CHECKOUT)
     lens = lenses["callers"]
     assert lens.command is not None
-    assert lens.command.title == f"{len(callers)} callers"
+    tests = len(callers_of(CHECKOUT, tests=True)) - len(callers)  # counted apart, not listed
+    assert tests and lens.command.title == f"{len(callers)} callers · {tests} tests"
     assert lens.command.command == "anchor.showLocations"
     doc_uri, position, locations = lens.command.arguments  # type: ignore[misc]
     assert doc_uri == ed.uri("pkg/service.py")

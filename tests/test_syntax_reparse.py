@@ -58,6 +58,7 @@ def comparable(summary: FileSummary, bodies: list[Body]) -> tuple[Any, ...]:
         scopes.append((fields, tuple(tuple(part) for part in body)))
     constants = [tuple(c) for c in summary.constants]
     top = (summary.line_count, summary.all_names, constants, summary.problems, summary.encoding)
+    top += (summary.main_blocks,)
     return (scopes, *top)  # the words sketch aside: an edit leaves it to the index
 
 

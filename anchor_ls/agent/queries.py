@@ -5,9 +5,10 @@ entity id or a suffix of one that ends at a name boundary (`Charge`, `models.py:
 `Repo.save`); one that matches several ids, or none, is a `QueryError` that lists the
 candidates or the nearest names: an agent is never handed a guess.
 
-Test code (by the layout conventions of `anchor_ls.index.testcode`) comes last: callers
-and callees list it after the code under test, marked, so that `limit` cuts tests first;
-impact lists the tests that reach what it found apart from it.
+Lists are ranked as tags are (anchor_ls.tags.rank): in each level production code first,
+then demo code (marked `"demo": true`), then test code (`"test": true`), each by fan-in and
+id, so `limit` cuts tests and demos first; impact lists the tests that reach what it found
+apart from it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from anchor_ls.tags.policy import (
     resolve_policy,
     tags_file,
 )
+from anchor_ls.tags.rank import DEMO, TESTS, rank_key
 from anchor_ls.tags.render import block_lines, field_line
 
 MAX_SITES = 3  # call-site lines shown per caller or callee (the rest are counted)
@@ -66,6 +68,14 @@ SOURCE_CHARS = 120
 _BOUNDARY = ":./"
 _SPLIT = re.compile(r"[:./]")
 _SPACES = re.compile(r"\s+")
+# The edge kind behind each relation impact reports (what ranks a module's demo blocks).
+_EDGE_OF = {
+    "calls": CALLS,
+    "references": REFERENCES,
+    "subclass": INHERITS,
+    "override": CALLS,
+    "imports": IMPORTS,
+}
 # Fields an outline shows: the topology, both directions (tests are counted: their ids
 # are long and many, and related_tests lists them).
 OUTLINE_FIELDS = TOPO_FIELDS
@@ -310,8 +320,7 @@ class Queries:
         return self._neighbours(symbol, depth, limit, incoming=False)
 
     def _neighbours(self, symbol: str, depth: int, limit: int, incoming: bool) -> dict[str, Any]:
-        """Level by level; in each level the code outside tests first (what `limit` keeps
-        first), then test code, marked `"test": true`; by id within each."""
+        """Level by level, each level in rank order (what `limit` keeps first)."""
         _check_depth(depth)
         graph = self.graph
         with self._pinned(graph):
@@ -319,7 +328,7 @@ class Queries:
             step = graph.into if incoming else graph.out
             seen = {root.id}
             frontier = [root.id]
-            found: list[tuple[int, bool, str, str, str]] = []  # depth, test, id, kind, via
+            found: list[tuple[int, tuple[int, int, str], str, str]] = []  # depth, rank, kind, via
             for level in range(1, depth + 1):
                 reached: dict[str, tuple[str, str]] = {}
                 for via in frontier:
@@ -334,7 +343,8 @@ class Queries:
                 seen.update(reached)
                 found.extend(
                     sorted(
-                        (level, is_test_path(path_of(i)), i, k, v) for i, (k, v) in reached.items()
+                        (level, rank_key(graph, i, k, v, incoming), k, v)
+                        for i, (k, v) in reached.items()
                     )
                 )
                 frontier = sorted(reached)
@@ -342,14 +352,16 @@ class Queries:
                     break
             shown, more = _capped(found, limit)
             levels: dict[int, list[dict[str, Any]]] = {}
-            for level, in_tests, ident, kind, via in shown:
+            for level, (role, _fan_in, ident), kind, via in shown:
                 ent = graph.entity(ident)
                 if ent is None:
                     continue
                 item = self._brief(ent)
                 item["relation"] = "call" if kind == CALLS else "reference"
-                if in_tests:
+                if role == TESTS:
                     item["test"] = True
+                elif role == DEMO:
+                    item["demo"] = True
                 if level > 1:
                     item["via"] = via
                 src, dst = (ident, via) if incoming else (via, ident)
@@ -363,7 +375,8 @@ class Queries:
             "depth": depth,
             "levels": [{"depth": d, "items": items} for d, items in sorted(levels.items())],
             "total": len(found),
-            "in_tests": sum(1 for entry in found if entry[1]),
+            "in_tests": sum(1 for entry in found if entry[1][0] == TESTS),
+            "in_demo": sum(1 for entry in found if entry[1][0] == DEMO),
             "omitted": more,
         }
 
@@ -387,7 +400,8 @@ class Queries:
 
     def impact(self, symbol: str, depth: int = 3, limit: int = 100) -> dict[str, Any]:
         """What can break if `symbol` changes: transitive callers and users, subclasses,
-        overriding methods, importers of a module; then the tests that reach any of them."""
+        overriding methods, importers of a module, each level in rank order; then the tests
+        that reach any of them."""
         _check_depth(depth)
         graph = self.graph
         with self._pinned(graph):
@@ -413,7 +427,13 @@ class Queries:
                             reached[other] = (relation, via)
                 for ident in reached:
                     distance[ident] = level
-                found.extend((level, i, r, v) for i, (r, v) in sorted(reached.items()))
+                found.extend(
+                    (level, i, r, v)
+                    for i, (r, v) in sorted(
+                        reached.items(),
+                        key=lambda kv: rank_key(graph, kv[0], _EDGE_OF[kv[1][0]], kv[1][1]),
+                    )
+                )
                 frontier = sorted(reached)
                 if not frontier:
                     break

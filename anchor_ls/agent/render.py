@@ -33,6 +33,7 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
         for item in level["items"]:
             marks = "" if item["relation"] == "call" else " (reference)"
             marks += " (test)" if item.get("test") else ""
+            marks += " (demo)" if item.get("demo") else ""
             line = f"{pad}{item['id']}{marks}"
             if item["sites"]:
                 first = item["sites"][0]
@@ -43,7 +44,16 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
             out.append(line)
     if not out:
         out.append(f"no {noun} of {answer['symbol']}")
-    return out + _omitted(answer)
+    # a cut list says how many there are, by role; a whole one lists each, marked
+    return out + [f"{line} {_counts(answer, noun)}" for line in _omitted(answer)]
+
+
+def _counts(answer: dict[str, Any], noun: str) -> str:
+    """`4 callers · 1 test (1 of them demo code)`: the whole answer, by role."""
+    tests, demo = answer.get("in_tests", 0), answer.get("in_demo", 0)
+    line = f"{answer['total'] - tests} {noun}"
+    line += f" · {tests} test{'s' if tests != 1 else ''}" if tests else ""
+    return line + (f" ({demo} of them demo code)" if demo else "")
 
 
 def _impact(answer: dict[str, Any]) -> list[str]:

@@ -9,6 +9,8 @@ from anchor_ls.index.model import (
     CONTAINS,
     IMPORTS,
     INHERITS,
+    MAIN_BLOCK,
+    MAIN_TARGET,
     REFERENCES,
     TEST_REF,
     Edge,
@@ -104,6 +106,8 @@ def edges(
             add(Edge(REFERENCES, ids[idx], dst), spans)
     for (idx, kind, dst), spans in facts.dense.items():
         add(Edge(kind, ids[idx], dst), spans)
+    if summary.main_blocks:
+        add(Edge(MAIN_BLOCK, path, MAIN_TARGET), summary.main_blocks)
     if is_test_path(path):
         for idx, scope in enumerate(summary.scopes):
             if scope.kind == "function" and is_test_name(scope.name):

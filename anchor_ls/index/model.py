@@ -27,6 +27,11 @@ CONST_REF = "const_ref"  # -> another module's constant
 CONFIG_USAGE = "config_usage"  # -> the setting's constant, else setting:NAME
 TEST_REF = "test_ref"  # a test -> what it exercises, directly or through one helper
 DENSE_KINDS = (CONFIG_USAGE, ENV_VAR, CONST_REF, IO_DEP, TEST_REF, REFERENCES)
+# A module -> MAIN_TARGET, its sites the module's `if __name__ == "__main__":` blocks: the
+# demo or script code that capped lists rank last (anchor_ls.tags.rank). Kept with the
+# edges, so that a warm start and an edit carry it, but not listed by Graph.edges().
+MAIN_BLOCK = "main_block"
+MAIN_TARGET = "main:__main__"
 
 ENTITY_KINDS = ("module", "class", "function", "method", "constant")
 
@@ -260,9 +265,11 @@ class Graph:
         return best
 
     def edges(self, kind: str | None = None) -> Iterator[Edge]:
-        """All edges (of one kind), sorted by (kind, src, dst)."""
+        """All edges (of one kind), sorted by (kind, src, dst). main_block edges only when
+        asked for by kind: they mark where a module's demo code is, they join no two
+        definitions (and the graph export leaves them out)."""
         parts = list(self._parts.values())
-        kinds = [kind] if kind else sorted({k for part in parts for k in part.out})
+        kinds = [kind] if kind else sorted({k for part in parts for k in part.out} - {MAIN_BLOCK})
         for k in kinds:
             table: dict[str, tuple[str, ...]] = {}
             for part in parts:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from anchor_ls.index import CALLS, Graph, Span
-from anchor_ls.index.model import REFERENCES
+from anchor_ls.index.model import REFERENCES, path_of
+from anchor_ls.index.testcode import is_test_path
 from anchor_ls.tags.policy import (
     DENSE_FIELDS,
     FIELD_SPECS,
     TOPO_FIELDS,
     ResolvedPolicy,
     fields_for,
+    other_side,
 )
 
 TOPO_SET = frozenset(TOPO_FIELDS)
@@ -47,6 +49,15 @@ SITE_KINDS: dict[str, tuple[str, ...]] = {
     "TEST_REF": (CALLS, FIELD_SPECS["TEST_REF"].kind),
     "REFERENCED_BY": (REFERENCES,),
 }
+
+
+def other_side_count(graph: Graph, field: str, entity_id: str) -> tuple[int, str]:
+    """How many related ids the field leaves across the test boundary, and what views call
+    them (`7 callers · 33 tests`; in test code, `· 2 outside tests`)."""
+    count = other_side(graph, field, entity_id)
+    if is_test_path(path_of(entity_id)):
+        return count, "outside tests"
+    return count, "test" if count == 1 else "tests"
 
 
 def look(field: str) -> FieldLook:

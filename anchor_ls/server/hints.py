@@ -14,11 +14,11 @@ from typing import Any, NamedTuple
 
 from anchor_ls.index import Entity, Graph
 from anchor_ls.index.model import path_of
-from anchor_ls.server.fields import look, related, short_name, shown_fields
+from anchor_ls.server.fields import look, other_side_count, related, short_name, shown_fields
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hintstore import NO_HINTS, FileHints
 from anchor_ls.server.positions import LineTable, bytes_to_units
-from anchor_ls.tags.policy import ResolvedPolicy, TagField, fields_for
+from anchor_ls.tags.policy import FIELD_SPECS, ResolvedPolicy, TagField, fields_for
 
 DEF_KINDS = frozenset({"class", "function", "method"})
 TOOLTIP_ITEMS = 60
@@ -92,7 +92,9 @@ def header_line(table: LineTable, entity: Entity) -> int:
 def tooltip(
     graph: Graph, policy: ResolvedPolicy, entity: Entity, fields: list[str]
 ) -> dict[str, str]:
-    """Markdown with the full lists behind a hint (the label is capped, this at TOOLTIP_ITEMS)."""
+    """Markdown with the full lists behind a hint (the label is capped, this at TOOLTIP_ITEMS),
+    in rank order, and what each leaves out: `+33 test callers not shown; 4 more callers cut
+    at maxItems (8)`."""
     parts = [f"**{entity.kind} `{entity.id}`**"]
     for name in fields:
         items = related(graph, policy, name, entity.id)
@@ -101,8 +103,27 @@ def tooltip(
         listed = "\n".join(f"- `{item}`" for item in items[:TOOLTIP_ITEMS])
         rest = len(items) - min(len(items), TOOLTIP_ITEMS)
         tail = f"\n- … and {rest} more" if rest else ""
-        parts.append(f"**{name}** ({len(items)})\n{listed}{tail}")
+        other, other_noun = other_side_count(graph, name, entity.id)
+        count = f"{len(items)} · {other} {other_noun}" if other else f"{len(items)}"
+        note = _left_out(name, len(items), other, other_noun, policy.max_items)
+        parts.append(f"**{name}** ({count})\n{listed}{tail}{note}")
     return {"kind": "markdown", "value": "\n\n".join(parts)}
+
+
+def _left_out(field: str, count: int, other: int, other_noun: str, max_items: int) -> str:
+    """The line under a field's list that says what the hint's label does not show."""
+    look_of = look(field)
+    told = []
+    if other:
+        noun = look_of.one if other == 1 else look_of.many
+        where = f"{noun} {other_noun}" if other_noun == "outside tests" else f"test {noun}"
+        told.append(f"+{other} {where} not shown")
+    if max_items and count > max_items:
+        cut = count - max_items
+        told.append(
+            f"{cut} more {look_of.one if cut == 1 else look_of.many} cut at maxItems ({max_items})"
+        )
+    return f"\n\n_{'; '.join(told)}_" if told else ""
 
 
 _COMMA = json.dumps({"value": ", "})
@@ -120,9 +141,11 @@ def _label(
     shown: list[TagField],
     encoding: str | None,
     names: dict[str, str],
+    entity_id: str,
 ) -> str:
     """Label parts as JSON: a symbol per field, then names that link to their definitions
-    (no links when encoding is None: the client resolves them).
+    (no links when encoding is None: the client resolves them). A cut field ends with its
+    count, and what it leaves across the test boundary: `[+4 more · 33 tests]`.
 
     `names` keeps the JSON of each id's part already made for this file (ids repeat).
     """
@@ -137,7 +160,9 @@ def _label(
                 part = names[entry] = _name_part(folder, graph, entry, encoding)
             parts.append(part)
         if field.more:
-            parts.append(json.dumps({"value": f" [+{field.more} more]"}))
+            other, other_noun = other_side_count(graph, field.name, entity_id)
+            also = f" · {other} {other_noun}" if other else ""
+            parts.append(json.dumps({"value": f" [+{field.more} more{also}]"}))
     return "[" + ", ".join(parts) + "]"
 
 
@@ -196,11 +221,16 @@ def file_hints(folder: Folder, relpath: str, form: HintForm) -> FileHints:
             (
                 row,
                 f'{{"position": {{"line": {row}, "character": {character}}}, '
-                f'"label": {_label(folder, graph, shown, links, names)}, '
+                f'"label": {_label(folder, graph, shown, links, names, entity.id)}, '
                 f'"paddingLeft": true, {", ".join(extra)}}}',
             )
         )
         deps.update(path_of(e) for f in shown for e in f.entries)
+        for field in shown:  # what a cut field keeps turns on the rank of every entry
+            if field.more:
+                spec = FIELD_SPECS[field.name]
+                step = graph.out if spec.forward else graph.into
+                deps.update(path_of(e) for e in step(spec.kind, entity.id))
     hints.sort(key=lambda h: h[0])  # stable: hints on one line keep their source order
     return FileHints(tuple(r for r, _ in hints), tuple(h for _, h in hints), frozenset(deps))
 
@@ -217,5 +247,5 @@ def resolve_hint(folder: Folder, entity_id: str, form: HintForm) -> dict[str, An
     shown = fields_for(graph, entity_id, policy)
     found: dict[str, Any] = {"tooltip": tooltip(graph, policy, entity, [f.name for f in shown])}
     if form.lazy_locations and shown:
-        found["label"] = json.loads(_label(folder, graph, shown, form.encoding, {}))
+        found["label"] = json.loads(_label(folder, graph, shown, form.encoding, {}, entity_id))
     return found

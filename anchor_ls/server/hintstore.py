@@ -29,7 +29,9 @@ class FileHints:
     """Every hint of one file as JSON text, in line order, and what they were made from.
 
     `deps`: the files whose definitions the labels link to (their positions are in the
-    hints), this file included; a change to any of them makes these hints stale.
+    hints), this file included, and those of every entry of a cut field (a change to one
+    can change what the cut keeps: anchor_ls.tags.rank); a change to any of them makes
+    these hints stale.
     """
 
     rows: tuple[int, ...]

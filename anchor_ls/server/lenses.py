@@ -11,7 +11,7 @@ from typing import Any
 from lsprotocol import types
 
 from anchor_ls.index import Entity, Graph
-from anchor_ls.server.fields import SITE_KINDS, look, related, sites
+from anchor_ls.server.fields import SITE_KINDS, look, other_side_count, related, sites
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hints import DEF_KINDS
 from anchor_ls.server.locations import Locator
@@ -21,9 +21,11 @@ from anchor_ls.tags.policy import FIELD_SPECS
 SHOW_LOCATIONS = "anchor.showLocations"
 
 
-def title(field: str, count: int) -> str:
+def title(field: str, count: int, other: int = 0, other_noun: str = "tests") -> str:
+    """`7 callers`; with what the field leaves across the test boundary, `7 callers · 33 tests`."""
     noun = look(field)
-    return f"{count} {noun.one if count == 1 else noun.many}"
+    text = f"{count} {noun.one if count == 1 else noun.many}"
+    return f"{text} · {other} {other_noun}" if other else text
 
 
 def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> list[types.CodeLens]:
@@ -107,10 +109,11 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
         return lens
     where = Locator(folder, encoding)
     ids = related(graph, policy, field, entity_id)
+    other, other_noun = other_side_count(graph, field, entity_id)
     locations = [_plain(loc) for loc in _locations(graph, field, ids, entity, where)]
     position = where.name_location(entity).range.start
     lens.command = types.Command(
-        title=title(field, len(ids)),
+        title=title(field, len(ids), other, other_noun),
         command=SHOW_LOCATIONS,
         arguments=[
             uri,

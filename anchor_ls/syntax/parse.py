@@ -9,6 +9,7 @@ The walk itself is statements.py (over expressions.py); `is_constant_name`, `has
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import tree_sitter_python
@@ -71,6 +72,7 @@ def summary_of(relpath: str, decoded: DecodedSource, text: bytes, tree: Tree) ->
     summary.words = words_sketch(text)
     summary.all_names = walker.all_names
     summary.constants = walker.constants
+    summary.main_blocks = main_blocks(roots, text)
     if decoded.warning:
         summary.problems.append(Problem("decode", decoded.warning))
     if walker.cut is not None:
@@ -126,6 +128,43 @@ class Statements(NamedTuple):
     scopes: list[Scope]  # the definitions in them, numbered on from the first index given
     constants: list[tuple[str, int, int, Span]]
     apart: bool  # they change nothing else of the module: no block, `global` or `__all__`
+
+
+_MAIN_TESTS = frozenset(
+    f"{a}=={b}".encode()
+    for q in "'\""
+    for a, b in (("__name__", f"{q}__main__{q}"), (f"{q}__main__{q}", "__name__"))
+)
+
+
+def main_blocks(roots: Sequence[Node], text: bytes) -> list[Span]:
+    """The module-level `if __name__ == "__main__":` statements (`and` another test too),
+    each from its `if` to the end of its body (an `else` runs on import: it is not the
+    script's part)."""
+    found: list[Span] = []
+    for root in roots:
+        for node in root.named_children:
+            if node.type != "if_statement":
+                continue
+            test = node.child_by_field_name("condition")
+            body = node.child_by_field_name("consequence")
+            if test is not None and body is not None and _main_test(test, text):
+                found.append((node.start_point[0], node.start_point[1], *body.end_point))
+    return found
+
+
+def _main_test(test: Node, text: bytes) -> bool:
+    """`__name__ == "__main__"`, either way round, maybe one operand of an `and`."""
+    while test.type == "parenthesized_expression" and test.named_child_count == 1:
+        test = test.named_children[0]
+    if test.type == "boolean_operator":
+        operator = test.child_by_field_name("operator")
+        if operator is None or operator.type != "and":
+            return False
+        return any(_main_test(side, text) for side in test.named_children)
+    if test.type != "comparison_operator":
+        return False
+    return b"".join(text[test.start_byte : test.end_byte].split()) in _MAIN_TESTS
 
 
 def walk_statements(text: bytes, nodes: list[Node], first: int) -> Statements:

@@ -18,6 +18,7 @@ from tree_sitter import Node, Tree
 
 from anchor_ls.syntax.parse import (
     end_line,
+    main_blocks,
     note_free_calls,
     parser,
     read_source,
@@ -102,6 +103,8 @@ class Reparser:
             tree, result = _reparse(held, text)
             if decoded.warning is not None:
                 result = None
+            if result is not None:  # a few top-level statements to look at: found again
+                result.summary.main_blocks = main_blocks([tree.root_node], text)
         else:
             tree = parser().parse(text)
         if result is None:

@@ -378,6 +378,9 @@ class FileSummary:
     all_names: list[str] | None = None  # a literal __all__
     problems: list[Problem] = field(default_factory=list)
     constants: list[ModuleConstant] = field(default_factory=list)  # module UPPER_CASE names
+    # module-level `if __name__ == "__main__":` blocks, from the `if` to the end of its body
+    # (not its else): demo code, ranked after the rest where lists are capped
+    main_blocks: list[Span] = field(default_factory=list)
     encoding: str = "utf-8"
     bodies: bytes | None = None  # the scopes' bodies, pickled, once packed
     words: bytes = b""  # the words of the text, hashed (see words.words_sketch)

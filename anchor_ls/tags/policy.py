@@ -1,5 +1,8 @@
 """Which tag fields an entity carries, under which policy, capped how (the CodeAnchor study's rule).
 
+Every field is ranked (anchor_ls.tags.rank: production before demo and test code, then by
+fan-in, then by id) before `cap` cuts it, so hints, lenses and blocks keep the same entries.
+
 `fields_for` is what the editor's inlay hints and lenses show; `block_fields`, what a
 materialized block writes, is the same minus forward links to hubs. Both cost O(degree)
 per field.
@@ -35,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from anchor_ls.index.model import CALLS, CONTAINS, IMPORTS, INHERITS, Graph, path_of
 from anchor_ls.index.testcode import is_test_path
+from anchor_ls.tags.rank import ranked
 
 DEFAULT_MAX_ITEMS = 8
 # A callee with more callers than this is a hub: left out of materialized CALLS. The
@@ -117,7 +121,7 @@ class ResolvedPolicy:
 
 @dataclass(frozen=True, slots=True)
 class TagField:
-    """One rendered field: the first `entries` (sorted ids) and how many more were cut."""
+    """One rendered field: the first `entries` (ranked ids) and how many more were cut."""
 
     name: str
     entries: tuple[str, ...]
@@ -180,7 +184,7 @@ def _resolve(name: str, mean_out_degree: float, max_items: int) -> ResolvedPolic
 
 
 def cap(ids: list[str], max_items: int) -> tuple[tuple[str, ...], int]:
-    """The first max_items of sorted ids, and the count cut off (0: keep all)."""
+    """The first max_items of ranked ids, and the count cut off (0: keep all)."""
     if max_items and len(ids) > max_items:
         return tuple(ids[:max_items]), len(ids) - max_items
     return tuple(ids), 0
@@ -272,13 +276,16 @@ def _fields(
             ids = [i for i in ids if not _is_hub(graph, i, in_tests, policy.hub_callers)]
         if not ids:
             continue
-        entries, more = cap(ids, policy.max_items)
+        spec = FIELD_SPECS[name]
+        entries, more = cap(
+            ranked(graph, ids, spec.kind, entity_id, not spec.forward), policy.max_items
+        )
         found.append(TagField(name, entries, more))
     return found
 
 
 def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[TagField]:
-    """The non-empty fields of one entity, in the policy's order, entries sorted and capped.
+    """The non-empty fields of one entity, in the policy's order, entries ranked and capped.
 
     What the editor shows. Callers pass a snapshot's graph (frozen: a consistent view).
     """
@@ -293,3 +300,17 @@ def block_fields(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[T
 def tags_file(relpath: str, policy: ResolvedPolicy) -> bool:
     """Whether materialized tags go into this file: test code only when the policy asks."""
     return policy.tests or not is_test_path(relpath)
+
+
+def other_side(graph: Graph, name: str, entity_id: str) -> int:
+    """How many related ids a field leaves out because they are across the test boundary
+    (test callers of production code are its TEST_REF, not its CALLED_BY): the count a view
+    shows next to the field's own, so that the two add up to every caller."""
+    spec = FIELD_SPECS.get(name)
+    if spec is None:
+        return 0
+    in_tests = is_test_path(path_of(entity_id))
+    if spec.kind != CALLS and not (name in ("IMPORTED_BY", "DERIVED") and not in_tests):
+        return 0
+    ids = graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
+    return len(_on_side(ids, not in_tests))
