@@ -210,6 +210,12 @@ POLICY_HELP = "tag policy: auto (by the mean call out-degree), topo, inv or dens
 PATH_HELP = "the repository folder (default: the current folder)"
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    from anchor_ls.batch.command import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="anchor-ls",
@@ -357,6 +363,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tests", action="store_true", help="tags were made with --tests")
     quiet(p)
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("batch", help="tagged snapshots of many (repository, commit) pairs")
+    p.add_argument("manifest", help='JSON Lines: {"id", "repo", "commit"} or {"id", "source"}')
+    p.add_argument("--out", metavar="DIR", required=True, help="DIR/<id>/, DIR/results.jsonl")
+    p.add_argument("--graph", action="store_true", help="also write DIR/<id>/graph.json")
+    p.add_argument("--workers", type=int, metavar="N", help="processes (default: the cores)")
+    p.add_argument(
+        "--ray", nargs="?", const="", metavar="ADDRESS", help="run on Ray (auto: this cluster)"
+    )
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per task")
+    p.add_argument("--chain-size", type=int, metavar="N", help="tasks per chain at most")
+    p.add_argument(
+        "--incremental",
+        action="store_true",
+        help="update the index file by file between commits (experimental: see README)",
+    )
+    p.add_argument("--cache", metavar="DIR", help="index caches (default: the user cache)")
+    p.add_argument("--work", metavar="DIR", help="scratch trees (default: the temp folder)")
+    p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matches")
+    p.set_defaults(func=cmd_batch)
     return parser
 
 

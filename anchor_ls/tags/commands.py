@@ -13,7 +13,9 @@ from pathlib import Path
 
 from anchor_ls.console import progress
 from anchor_ls.index import Index
+from anchor_ls.index.repository import Progress
 from anchor_ls.tags.apply import (
+    IndexLike,
     Report,
     TagError,
     check_tree,
@@ -22,7 +24,7 @@ from anchor_ls.tags.apply import (
     strip_tree,
     tag_tree_in_place,
 )
-from anchor_ls.tags.policy import PolicyError, ResolvedPolicy
+from anchor_ls.tags.policy import DEFAULT_MAX_ITEMS, PolicyError, ResolvedPolicy
 
 # Index problems that mean a Python file could not be read at all (check cannot vouch for it)
 UNREAD_KINDS = frozenset({"unreadable", "vanished", "symlink-loop"})
@@ -52,17 +54,39 @@ def _policy(args: argparse.Namespace, index: Index) -> ResolvedPolicy:
     )
 
 
+def export(
+    index: IndexLike,
+    out: str | Path,
+    *,
+    policy: str = "auto",
+    max_items: int = DEFAULT_MAX_ITEMS,
+    cross_file: bool = False,
+    tests: bool = False,
+    force: bool = False,
+    include_git: bool = False,
+    progress: Progress | None = None,
+) -> Report:
+    """`tag --out`: the tagged snapshot of the indexed tree in out (batch writes each of its
+    snapshots through here, so they are byte for byte what `tag --out` writes)."""
+    resolved = policy_for(index.graph, policy, max_items, cross_file=cross_file, tests=tests)
+    return export_snapshot(
+        index, out, resolved, force=force, include_git=include_git, progress=progress
+    )
+
+
 def tag(args: argparse.Namespace, index: Index) -> int:
     try:
-        policy = _policy(args, index)
         with progress("tagging", quiet=args.quiet) as step:
             if args.in_place:
-                report = tag_tree_in_place(index, policy, progress=step)
+                report = tag_tree_in_place(index, _policy(args, index), progress=step)
             else:
-                report = export_snapshot(
+                report = export(
                     index,
                     args.out,
-                    policy,
+                    policy=getattr(args, "policy", "auto"),
+                    max_items=args.max_items,
+                    cross_file=bool(getattr(args, "cross_file", False)),
+                    tests=bool(getattr(args, "tests", False)),
                     force=args.force,
                     include_git=args.include_git,
                     progress=step,

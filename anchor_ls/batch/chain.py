@@ -1,0 +1,343 @@
+"""One worker's part of a batch: a chain of tasks, moved from snapshot to snapshot.
+
+The tasks of one repository come ordered by commit. The first commit's tree is written
+into a scratch folder (named like the repository, as the binder reads the root's name)
+and indexed with the repository's cache on this machine; each next commit is reached by
+writing only the paths `git diff-tree` names, and the index is built again with the
+summaries of the unchanged files from the cache (only the changed files are parsed).
+With `incremental`, a step that changes few Python files updates the index file by
+file instead (agent.freshness, the engine the long-lived servers use; see
+INCREMENTAL_NOTE). Each snapshot is written by `tag --out`'s own code into a private folder
+under DIR/.partial and renamed to DIR/<id> when complete: a crash or Ctrl-C never leaves
+a half-written DIR/<id>.
+
+A step that fails (a missing commit, a timeout, an error) is a failed result; the chain
+then starts again from nothing at its next task, as the index may be half-updated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from anchor_ls.agent.freshness import Freshness
+from anchor_ls.batch import gittree
+from anchor_ls.batch.manifest import Task
+from anchor_ls.index import Index
+from anchor_ls.tags import commands
+from anchor_ls.tags.apply import TagError
+
+PARTIAL = ".partial"  # DIR/.partial/: snapshots being written
+GRAPH_FILE = "graph.json"
+# A step that changes more Python files than this (a share of the tree, at least
+# REBUILD_MIN) builds the index again from the cached summaries instead of updating it
+# file by file: each update resolves its dependents again, and on Django a step of 38
+# changed files cost more that way (129 s) than a whole build (100 s), one of 6 far less
+# (42 s). A first calibration, from benchmarks/batch_bench.py.
+# INCREMENTAL_NOTE: off by default. On the Django 5.1 -> 5.1.1 step (38 Python files
+# changed) the updated index lacked call edges a fresh build has (75 snapshot files
+# differed from `tag --out`'s, e.g. django/apps/registry.py's Apps.do_pending_operations
+# without Signal.disconnect): an engine bug of the file-by-file update, to fix in the
+# index; on the small test repository both agree byte for byte.
+REBUILD_MIN = 8
+REBUILD_SHARE = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every chain of a run shares (picklable: it goes to pool and Ray workers)."""
+
+    out: str  # the output folder, absolute
+    graph: bool = False
+    timeout: float | None = None  # seconds per task
+    cache: str | None = None  # this machine's cache root (default: the user cache folder)
+    work: str | None = None  # where scratch trees go (default: the system's temp folder)
+    exclude: tuple[str, ...] = ()
+    # Move the index from commit to commit file by file (see INCREMENTAL_NOTE) instead of
+    # building it again from the cached summaries at each step.
+    incremental: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """Tasks one worker runs in turn: one repository's (or one source folder)."""
+
+    key: str
+    tasks: tuple[Task, ...]
+
+
+class TaskTimeout(Exception):
+    """The task ran past --timeout."""
+
+
+def cache_folder(settings: Settings, where: str) -> Path:
+    """The index cache of one repository on this machine: every chain of it (this run's,
+    another worker's, the next run's) reads the file summaries the others stored."""
+    root = Path(settings.cache or Path(platformdirs.user_cache_dir("anchor-ls")) / "batch")
+    real = os.path.realpath(where)
+    digest = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return root / f"{_tree_name(real)}-{digest}"
+
+
+def _tree_name(where: str) -> str:
+    """The snapshot's folder name: the repository's (a bare `name.git` gives `name`)."""
+    name = Path(where).name
+    return name[:-4] if name.endswith(".git") and len(name) > 4 else name or "repo"
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """TaskTimeout in this thread after seconds (only a main thread can be interrupted so:
+    elsewhere, as in a threaded Ray actor, tasks run without a limit)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise TaskTimeout(f"timed out after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _base(task: Task) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": task.id}
+    if task.source is not None:
+        out["source"] = task.source
+    else:
+        out["repo"], out["commit"] = task.repo, task.commit
+    return out
+
+
+def failed(task: Task, error: str, **extra: Any) -> dict[str, Any]:
+    return {**_base(task), "status": "failed", "error": error, **extra}
+
+
+class _Step:
+    """The live state of a chain: the scratch tree, the commit it holds, its index."""
+
+    def __init__(self, settings: Settings, scratch: Path) -> None:
+        self.settings = settings
+        self.scratch = scratch
+        self.root: Path | None = None
+        self.sha: str | None = None
+        self.index: Index | None = None
+        self.fresh: Freshness | None = None
+
+    def reset(self) -> None:
+        if self.index is not None:
+            self.index.close()
+        self.index = self.fresh = None
+        self.sha = None
+        if self.root is not None and self.root.exists():
+            shutil.rmtree(self.root)
+
+    def to_commit(self, repo: str, sha: str) -> tuple[str, int]:
+        """Bring the scratch tree and its index to commit sha: ('full' | 'incremental' |
+        'rebuilt', the Python files parsed or indexed again)."""
+        if self.index is not None and self.fresh is not None and self.sha is not None:
+            assert self.root is not None
+            changed = gittree.move(repo, self.sha, sha, self.root)
+            self.sha = sha
+            python = sum(1 for path in changed if path.endswith(".py"))
+            few = python <= max(REBUILD_MIN, REBUILD_SHARE * self.index.stats().files)
+            if self.settings.incremental and few:
+                return "incremental", len(self.fresh.sync())
+            self.fresh.build()  # the unchanged files' summaries come from the cache
+            return "rebuilt", self.index.stats().reparsed
+        self.reset()
+        self.root = self.scratch / _tree_name(os.path.realpath(repo))
+        gittree.materialize(repo, sha, self.root)
+        self.index = Index(
+            self.root,
+            cache_dir=cache_folder(self.settings, repo),
+            exclude=self.settings.exclude,
+            workers=1,
+        )
+        self.fresh = Freshness(self.index, watch=False)
+        self.fresh.build()
+        self.sha = sha
+        return "full", self.index.stats().reparsed
+
+
+def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str, Any]:
+    """Write DIR/<id> (the snapshot, graph.json with --graph) atomically; its figures."""
+    out = Path(settings.out)
+    final = out / task.id
+    if final.exists():
+        raise FileExistsError(f"{final} appeared while this task ran (another run?)")
+    partial_root = out / PARTIAL
+    partial_root.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"{task.id}.", dir=partial_root))
+    try:
+        snapshot = partial / name
+        report = commands.export(
+            index,
+            snapshot,
+            policy=task.policy,
+            max_items=task.max_items,
+            cross_file=task.cross_file,
+            tests=task.tests,
+        )
+        tag_bytes = 0
+        for rel in report.changed:
+            tag_bytes += (snapshot / rel).stat().st_size - index.source_size(rel)
+        if settings.graph:
+            data = index.snapshot().graph.to_json()
+            data["root"] = str(final / name)
+            with open(partial / GRAPH_FILE, "w", encoding="utf-8") as handle:
+                json.dump(data, handle)
+                handle.write("\n")
+        stats = index.stats()
+        os.rename(partial, final)  # the one step that makes the task done
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    figures: dict[str, Any] = {
+        "files": stats.files,
+        "entities": stats.entities,
+        "edges": sum(stats.edges.values()),
+        "tagged_files": len(report.changed),
+        "tag_bytes": tag_bytes,
+        "policy": report.policy.name if report.policy else task.policy,
+        "snapshot": f"{task.id}/{name}",
+    }
+    if stats.problems:  # files the index read badly or not at all, by kind
+        figures["index_problems"] = stats.problems
+    if report.problems:  # files the snapshot could not tag or copy (the first ones)
+        figures["problems"] = report.problems[:20]
+    return figures
+
+
+def _one(task: Task, step: _Step, sha: str | None, settings: Settings) -> dict[str, Any]:
+    start = time.perf_counter()
+    with _deadline(settings.timeout):
+        if task.source is not None:
+            return _from_source(task, settings, start)
+        assert task.repo is not None and sha is not None
+        how, reindexed = step.to_commit(task.repo, sha)
+        assert step.index is not None and step.root is not None
+        figures = _export(task, step.index, step.root.name, settings)
+    seconds = round(time.perf_counter() - start, 3)
+    return {
+        **_base(task),
+        "status": "ok",
+        "sha": sha,
+        "index": how,
+        "reindexed": reindexed,
+        **figures,
+        "seconds": seconds,
+    }
+
+
+def _from_source(task: Task, settings: Settings, start: float) -> dict[str, Any]:
+    assert task.source is not None
+    root = Path(task.source)
+    if not root.is_dir():
+        raise NotADirectoryError(f"source {task.source}: no such folder")
+    index = Index(
+        root, cache_dir=cache_folder(settings, str(root)), exclude=settings.exclude, workers=1
+    )
+    try:
+        index.build()
+        figures = _export(task, index, _tree_name(str(root.resolve())), settings)
+    finally:
+        index.close()
+    return {
+        **_base(task),
+        "status": "ok",
+        "index": "full",
+        **figures,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+
+
+def _ordered(chain: Chain) -> tuple[list[dict[str, Any]], list[tuple[Task, str | None]]]:
+    """(failed results of the tasks that cannot run: an unreadable repository, a missing
+    commit; the others with their commits, in history order)."""
+    repo_tasks = [t for t in chain.tasks if t.repo is not None]
+    ready: list[tuple[Task, str | None]] = [(t, None) for t in chain.tasks if t.repo is None]
+    if not repo_tasks:
+        return [], ready
+    repo = repo_tasks[0].repo
+    assert repo is not None
+    problem = gittree.repository_problem(repo)
+    if problem is not None:
+        return [failed(t, problem) for t in repo_tasks], ready
+    try:
+        shas = gittree.resolve(repo, [t.commit or "" for t in repo_tasks])
+        order = gittree.commit_order(repo, [s for s in shas.values() if s])
+    except gittree.GitError as err:
+        return [failed(t, f"repository {repo}: {err}") for t in repo_tasks], ready
+    bad: list[dict[str, Any]] = []
+    found: list[tuple[int, str, Task]] = []
+    for task in repo_tasks:
+        sha = shas.get(task.commit or "")
+        if sha is None:
+            bad.append(failed(task, f"commit {task.commit!r} not found in {repo}"))
+        else:
+            found.append((order.get(sha, 0), sha, task))
+    found.sort(key=lambda item: (item[0], item[1], item[2].id))
+    return bad, ready + [(task, sha) for _when, sha, task in found]
+
+
+def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
+    """The chain's results, one per task, each as soon as it is known. Closing the
+    generator early (an interrupt) removes what the task under way had written."""
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    if settings.work:
+        Path(settings.work).mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="anchor-ls-batch-", dir=settings.work))
+    step = _Step(settings, scratch)
+    try:
+        bad, ready = _ordered(chain)
+        for result in bad:
+            yield {**result, "worker": worker}
+        for task, sha in ready:
+            start = time.perf_counter()
+            try:
+                result = _one(task, step, sha, settings)
+            except (Exception, TaskTimeout) as err:
+                seconds = round(time.perf_counter() - start, 3)
+                result = failed(task, _error_text(err), sha=sha, seconds=seconds)
+                step.reset()
+            yield {**result, "worker": worker, "worker_peak_mb": _peak_mb()}
+    finally:
+        with contextlib.suppress(Exception):
+            step.reset()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _peak_mb() -> int:
+    """This worker's peak memory so far (what a machine must hold per worker)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024))
+
+
+def _error_text(err: BaseException) -> str:
+    if isinstance(err, (TaskTimeout, gittree.GitError, TagError, FileExistsError)):
+        return str(err)
+    if isinstance(err, OSError):
+        return f"{err.filename or ''}: {err.strerror or err}".lstrip(": ")
+    return f"{type(err).__name__}: {err}"

@@ -1,0 +1,111 @@
+"""The `batch` subcommand: a manifest in, DIR/<id>/ snapshots and DIR/results.jsonl out.
+
+Exit codes: 0 every task ok (or already done), 1 some failed (see results.jsonl),
+2 a refused run (unreadable manifest, bad options, another run on DIR, no Ray),
+130 interrupted (run the same command again to go on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from anchor_ls.batch import plan
+from anchor_ls.batch.chain import Settings
+from anchor_ls.batch.manifest import ManifestError, read_manifest
+from anchor_ls.batch.progress import Progress
+from anchor_ls.batch.results import RESULTS, Busy, Results
+
+
+def _fail(message: str) -> int:
+    print(f"anchor-ls: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    workers = args.workers or os.cpu_count() or 1
+    if workers < 1:
+        return _fail("--workers must be at least 1")
+    if args.timeout is not None and args.timeout <= 0:
+        return _fail("--timeout must be a positive number of seconds")
+    if args.chain_size is not None and args.chain_size < 1:
+        return _fail("--chain-size must be at least 1")
+    try:
+        tasks, rejected = read_manifest(args.manifest)
+    except ManifestError as err:
+        return _fail(str(err))
+    out = Path(os.path.abspath(args.out))
+    if out.exists() and not out.is_dir():
+        return _fail(f"output {out} exists and is not a folder")
+    try:
+        results = Results(out)
+    except Busy as err:
+        return _fail(str(err))
+    except OSError as err:
+        return _fail(f"output {out}: {err.strerror or err}")
+    settings = Settings(
+        out=str(out),
+        graph=args.graph,
+        timeout=args.timeout,
+        cache=os.path.abspath(args.cache) if args.cache else None,
+        work=os.path.abspath(args.work) if args.work else None,
+        exclude=tuple(args.exclude or ()),
+        incremental=args.incremental,
+    )
+    start = time.monotonic()
+    try:
+        for bad in rejected:
+            results.write({"id": bad.id, "line": bad.line, "status": "failed", "error": bad.error})
+        todo = []
+        for task in tasks:
+            if results.done(task.id):
+                results.write({"id": task.id, "status": "skipped", "reason": "already done"})
+            else:
+                todo.append(task)
+        progress = Progress(len(todo))
+
+        def deliver(result: dict) -> None:
+            results.write(result)
+            progress.update(result)
+
+        try:
+            if args.ray is not None:
+                from anchor_ls.batch.onray import RayMissing, run_ray
+
+                try:
+                    run_ray(
+                        todo,
+                        settings,
+                        args.ray or None,
+                        deliver,
+                        num_cpus=args.workers,
+                        chain_size=args.chain_size,
+                    )
+                except RayMissing as err:
+                    return _fail(str(err))
+            else:
+                from anchor_ls.batch.pool import run_pool
+
+                chains = plan.chains(todo, workers, args.chain_size)
+                run_pool(chains, settings, workers, deliver)
+        finally:
+            progress.close()
+    except KeyboardInterrupt:
+        counts = results.counts
+        print(
+            f"batch: interrupted after {counts['ok']} ok, {counts['failed']} failed; "
+            "run the same command again to go on",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        results.close()
+    counts = results.counts
+    print(
+        f"batch: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped "
+        f"(already done) in {time.monotonic() - start:.1f} s; results in {out / RESULTS}"
+    )
+    return 1 if counts["failed"] else 0

@@ -1,0 +1,492 @@
+"""`anchor-ls batch`: snapshots of many commits, chained, on a pool or Ray, resumable.
+
+A git repository made here with several commits (files added, changed, removed, a module
+turned package, a link, an executable) is the fixture. The referee of every snapshot is a
+plain `anchor-ls tag --out` of a tree `git archive` wrote for that commit: the batch's
+DIR/<id>/<name> must hold the same bytes, whether its index came from a fresh build or
+was moved there from the commit before, on a pool or on Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support.planted import marks_left, plant
+
+from anchor_ls import hashseed
+from anchor_ls.batch.manifest import parse_lines
+
+ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
+NAME = "shop"  # the repository folder's name: the snapshots' too
+
+# Each commit: path -> text (None removes the path). Applied in order on one work tree.
+COMMITS: list[dict[str, str | None]] = [
+    {
+        "shop/__init__.py": "",
+        "shop/models.py": "class Order:\n    def add(self, sku):\n        return price(sku)\n\n\n"
+        "def price(sku):\n    return 1\n",
+        "shop/service.py": "from shop.models import Order\n\n\ndef checkout(skus):\n"
+        "    order = Order()\n    for sku in skus:\n        order.add(sku)\n    return order\n",
+        "README.md": "shop\n",
+        "tests/test_service.py": "from shop.service import checkout\n\n\ndef test_checkout():\n"
+        "    assert checkout([])\n",
+    },
+    {
+        "shop/pricing.py": "def discount(total):\n    return total * 0.9\n",
+        "shop/models.py": "from shop.pricing import discount\n\n\nclass Order:\n"
+        "    def add(self, sku):\n        return discount(price(sku))\n\n\n"
+        "def price(sku):\n    return 1\n",
+        "run.sh": "#!/bin/sh\necho run\n",
+    },
+    {
+        "shop/service.py": None,
+        "shop/service/__init__.py": "from shop.service.core import checkout\n",
+        "shop/service/core.py": "from shop.models import Order, price\n\n\ndef checkout(skus):\n"
+        "    return [price(s) for s in skus] and Order()\n",
+        "docs/notes.txt": "windows line ends\r\n",
+    },
+    {
+        "shop/pricing.py": None,
+        "shop/models.py": "class Order:\n    def add(self, sku):\n        return price(sku)\n\n\n"
+        "def price(sku):\n    return 2\r\n",
+        "shop/cli.py": "from shop.service import checkout\n\n\ndef main():\n    checkout(['a'])\n",
+    },
+    {
+        "shop/cli.py": "from shop.service import checkout\nfrom shop.models import price\n\n\n"
+        "def main():\n    checkout(['a'])\n    price('b')\n",
+    },
+    {  # more Python files than a step updates one by one: the index is built again
+        f"shop/gen/m{i}.py": f"from shop.models import price\n\n\ndef g{i}():\n"
+        f"    return price({i})\n"
+        for i in range(10)
+    },
+]
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    )
+    return done.stdout.strip()
+
+
+def make_repo(root: Path) -> tuple[Path, list[str]]:
+    """The fixture repository at root/NAME and its commits, oldest first."""
+    repo = root / NAME
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for n, files in enumerate(COMMITS):
+        for rel, text in files.items():
+            path = repo / rel
+            if text is None:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode())
+            if rel.endswith(".sh"):
+                path.chmod(0o755)
+        if n == 1:
+            (repo / "shop" / "alias.py").symlink_to("models.py")
+        _git(repo, "add", "-A")
+        stamp = f"{1_700_000_000 + n * 60} +0000"
+        _git(repo, "commit", "-q", "-m", f"c{n}", f"--date={stamp}")
+        shas.append(_git(repo, "rev-parse", "HEAD"))
+    return repo, shas
+
+
+def env() -> dict[str, str]:
+    """The programs' own environment: they run again under hash seed 0 (see hashseed)."""
+    out = {k: v for k, v in os.environ.items() if k not in (hashseed.ANY_SEED, "PYTHONSAFEPATH")}
+    out.pop("PYTHONHASHSEED", None)
+    return out
+
+
+def anchor_ls(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    assert ANCHOR_LS is not None, "the console script is installed beside the interpreter"
+    return subprocess.run(
+        [ANCHOR_LS, *map(str, args)],
+        cwd=cwd,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def write_manifest(path: Path, lines: list[dict | str]) -> Path:
+    path.write_text(
+        "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), "utf-8"
+    )
+    return path
+
+
+def plain_snapshots(repo: Path, shas: list[str], root: Path) -> Path:
+    """`tag --out` per commit, of a tree written by `git archive`: root/t<n>/NAME."""
+    for n, sha in enumerate(shas):
+        tree = root / "trees" / f"c{n}" / NAME
+        tree.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", sha], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        done = anchor_ls("tag", tree, "--out", root / "plain" / f"t{n}" / NAME)
+        assert done.returncode == 0, done.stderr
+    return root / "plain"
+
+
+def tree_bytes(root: Path) -> dict[str, bytes | str]:
+    """Every path under root: a file's bytes (with its exec bit), a link's target."""
+    out: dict[str, bytes | str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            out[rel] = "link -> " + os.readlink(path)
+        elif path.is_file():
+            out[rel] = path.read_bytes() + (b"+x" if os.access(path, os.X_OK) else b"")
+        else:
+            out[rel] = "dir"
+    return out
+
+
+def results(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "results.jsonl").read_text("utf-8").splitlines()]
+
+
+def last_status(out: Path) -> dict[str, str]:
+    return {r["id"]: r["status"] for r in results(out)}
+
+
+@pytest.fixture(scope="module")
+def fixture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], Path]:
+    """(the repository, its commits, the plain `tag --out` snapshots)."""
+    root = tmp_path_factory.mktemp("batch")
+    repo, shas = make_repo(root / "src")
+    return repo, shas, plain_snapshots(repo, shas, root / "ref")
+
+
+def tasks_of(repo: Path, shas: list[str]) -> list[dict]:
+    return [{"id": f"t{n}", "repo": str(repo), "commit": sha} for n, sha in enumerate(shas)]
+
+
+# ----- the manifest ----------------------------------------------------------------
+
+
+def test_bad_manifest_lines_are_rejected_with_the_reason_and_the_rest_kept() -> None:
+    good = {"id": "ok-1", "repo": "/r", "commit": "abc"}
+    lines = [
+        json.dumps(good),
+        "not json",
+        "",
+        json.dumps(["a", "list"]),
+        json.dumps({"id": "a/b", "repo": "/r", "commit": "abc"}),
+        json.dumps({"id": "..", "repo": "/r", "commit": "abc"}),
+        json.dumps({"id": ".hidden", "repo": "/r", "commit": "abc"}),
+        json.dumps({"id": "no-commit", "repo": "/r"}),
+        json.dumps({"id": "both", "repo": "/r", "commit": "abc", "source": "/s"}),
+        json.dumps({"id": "pol", "source": "/s", "policy": "loud"}),
+        json.dumps({"id": "cap", "source": "/s", "max_items": -1}),
+        json.dumps({"id": "extra", "source": "/s", "colour": "red"}),
+        json.dumps({**good, "commit": "def"}),
+        json.dumps({"id": "src", "source": "/s", "policy": "inv", "tests": True}),
+    ]
+    tasks, rejected = parse_lines(lines)
+    assert [(t.id, t.line) for t in tasks] == [("ok-1", 1), ("src", 14)]
+    assert tasks[1].policy == "inv" and tasks[1].tests and tasks[1].source == "/s"
+    why = {r.line: (r.id, r.error) for r in rejected}
+    assert why[2] == ("line 2", why[2][1]) and "manifest line 2:" in why[2][1]
+    assert "not a JSON object" in why[4][1]
+    assert why[5][0] == "a/b" and "not a safe folder name" in why[5][1]
+    assert "not a safe folder name" in why[6][1]
+    assert "starts with '.'" in why[7][1]
+    assert why[8] == ("no-commit", 'manifest line 8: "commit" is missing')
+    assert 'give either "repo" and "commit", or "source"' in why[9][1]
+    assert '"policy" must be one of' in why[10][1]
+    assert '"max_items"' in why[11][1]
+    assert "unknown field(s) colour" in why[12][1]
+    assert why[13] == ("ok-1", "manifest line 13: duplicate id (first on line 1)")
+    assert 3 not in why  # a blank line is no task and no error
+
+
+def test_a_missing_manifest_is_a_refused_run(tmp_path: Path) -> None:
+    done = anchor_ls("batch", tmp_path / "nope.jsonl", "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert "nope.jsonl: no such file" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ----- outputs: pool, Ray, plain tag --out ----------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_pool_snapshots_are_the_bytes_of_tag_out_per_commit(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    repo, shas, plain = fixture
+    source = {"id": "src", "source": str(_tree(plain, 4))}  # a folder as it is
+    manifest = write_manifest(tmp_path / "m.jsonl", [*tasks_of(repo, shas), source])
+    out = tmp_path / "out"
+    done = anchor_ls(
+        "batch",
+        manifest,
+        "--out",
+        out,
+        "--workers",
+        "2",
+        "--graph",
+        "--incremental",
+        "--cache",
+        tmp_path / "cache",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "7 ok, 0 failed" in done.stdout
+    assert "] ok t0 (" in done.stderr  # not a terminal: a line per task
+    by_id = {r["id"]: r for r in results(out)}
+    assert {r["status"] for r in by_id.values()} == {"ok"}
+    # two chains of commits (3 + 3): each begins with a build, the next steps update the
+    # index file by file, but the last one (10 new modules) builds it again from the cache
+    steps = {ident: r["index"] for ident, r in by_id.items() if "repo" in r}
+    assert steps == {
+        "t0": "full",
+        "t1": "incremental",
+        "t2": "incremental",
+        "t3": "full",
+        "t4": "incremental",
+        "t5": "rebuilt",
+    }
+    for n in range(len(shas)):
+        assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n
+        assert by_id[f"t{n}"]["snapshot"] == f"t{n}/{NAME}"
+    assert tree_bytes(out / "src" / NAME) == tree_bytes(plain / "t4" / NAME)
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "results.jsonl", "src"] + [
+        f"t{n}" for n in range(len(shas))
+    ]
+    # the graph of each step equals a fresh index of that commit's tree
+    for n in range(len(shas)):
+        graph = json.loads((out / f"t{n}" / "graph.json").read_text("utf-8"))
+        assert graph["root"] == str(out / f"t{n}" / NAME)
+        fresh = anchor_ls("graph", _tree(plain, n), "--json")
+        assert fresh.returncode == 0, fresh.stderr
+        expected = json.loads(fresh.stdout)
+        assert (graph["entities"], graph["edges"]) == (expected["entities"], expected["edges"])
+
+
+def _tree(plain: Path, n: int) -> Path:
+    """The untagged tree `git archive` wrote for commit n (beside the plain snapshots)."""
+    return plain.parent / "trees" / f"c{n}" / NAME
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_ray_snapshots_are_the_bytes_of_tag_out_per_commit(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    repo, shas, plain = fixture
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
+    out = tmp_path / "out"
+    done = anchor_ls(
+        "batch", manifest, "--out", out, "--ray", "--workers", "2", "--cache", tmp_path / "c"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "6 ok, 0 failed" in done.stdout
+    assert {r["status"] for r in results(out)} == {"ok"}
+    # by default each step after the first builds the index again from the cache
+    assert sorted(r["index"] for r in results(out)) == ["full"] * 2 + ["rebuilt"] * 4
+    for n in range(len(shas)):
+        assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n
+
+
+# ----- failures, resumption ---------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_failing_tasks_are_recorded_and_the_others_go_on(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    repo, shas, plain = fixture
+    not_git = tmp_path / "plain-folder"
+    not_git.mkdir()
+    lines: list[dict | str] = [
+        {"id": "t0", "repo": str(repo), "commit": shas[0]},
+        {"id": "gone", "repo": str(repo), "commit": "0" * 40},
+        {"id": "t1", "repo": str(repo), "commit": shas[1]},
+        {"id": "no-repo", "repo": str(tmp_path / "missing"), "commit": "HEAD"},
+        {"id": "not-git", "repo": str(not_git), "commit": "HEAD"},
+        {"id": "../escape", "repo": str(repo), "commit": shas[2]},
+        {"id": "t0", "repo": str(repo), "commit": shas[3]},
+        {"id": "no-source", "source": str(tmp_path / "nowhere")},
+        "{broken",
+    ]
+    manifest = write_manifest(tmp_path / "m.jsonl", lines)
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "2", "--cache", tmp_path / "c")
+    assert done.returncode == 1, done.stderr
+    errors = {(r["id"], r.get("line")): r.get("error", "") for r in results(out)}
+    assert errors[("gone", None)] == f"commit {'0' * 40!r} not found in {repo}"
+    assert errors[("no-repo", None)].endswith("missing: no such folder")
+    assert errors[("not-git", None)].startswith(f"repository {not_git}: ")
+    assert "not a safe folder name" in errors[("../escape", 6)]
+    assert "duplicate id (first on line 1)" in errors[("t0", 7)]
+    assert "no such folder" in errors[("no-source", None)]
+    assert "manifest line 9" in errors[("line 9", 9)]
+    for n in (0, 1):
+        assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME)
+    assert not (tmp_path / "escape").exists()
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "results.jsonl", "t0", "t1"]
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_timed_out_tasks_fail_leave_nothing_and_a_rerun_finishes_them(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    repo, shas, plain = fixture
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
+    out = tmp_path / "out"
+    cache = tmp_path / "cache"
+    done = anchor_ls(
+        "batch", manifest, "--out", out, "--workers", "1", "--timeout", "1e-6", "--cache", cache
+    )
+    assert done.returncode == 1
+    assert {r["status"] for r in results(out)} == {"failed"}
+    assert {r["error"] for r in results(out)} == {"timed out after 1e-06 s"}
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "results.jsonl"]
+
+    again = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", cache)
+    assert again.returncode == 0, again.stderr
+    assert last_status(out) == {f"t{n}": "ok" for n in range(len(shas))}
+    for n in range(len(shas)):
+        assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME)
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    repo, shas, plain = fixture
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
+    out = tmp_path / "out"
+    cache = tmp_path / "cache"
+    first = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", cache)
+    assert first.returncode == 0, first.stderr
+    # as a run killed mid-way leaves it: one task not done, one snapshot half written
+    shutil.rmtree(out / "t2")
+    half = out / ".partial" / "t2.abc" / NAME
+    half.mkdir(parents=True)
+    (half / "half.py").write_text("def half(", "utf-8")
+    kept = (out / "t0" / NAME / "shop" / "models.py").stat()
+
+    again = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", cache)
+    assert again.returncode == 0, again.stderr
+    assert "1 ok, 0 failed, 5 skipped" in again.stdout
+    second = results(out)[len(shas) :]
+    assert {r["id"]: r["status"] for r in second} == {
+        "t0": "skipped",
+        "t1": "skipped",
+        "t2": "ok",
+        "t3": "skipped",
+        "t4": "skipped",
+        "t5": "skipped",
+    }
+    assert not (out / ".partial").exists()
+    assert (out / "t0" / NAME / "shop" / "models.py").stat().st_mtime_ns == kept.st_mtime_ns
+    assert tree_bytes(out / "t2" / NAME) == tree_bytes(plain / "t2" / NAME)
+
+
+# ----- nothing of a repository runs ------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+@pytest.mark.parametrize("engine", ["pool", "ray"])
+def test_batch_run_in_a_repository_imports_nothing_from_it(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path, engine: str
+) -> None:
+    repo, shas, _plain = fixture
+    here, marks = tmp_path / "here", tmp_path / "marks"
+    here.mkdir()
+    plant(here, marks)
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas[:2]))
+    extra = ["--ray"] if engine == "ray" else []
+    done = anchor_ls(
+        "batch",
+        manifest,
+        "--out",
+        tmp_path / "out",
+        "--workers",
+        "2",
+        "--cache",
+        tmp_path / "c",
+        *extra,
+        cwd=here,
+    )
+    assert done.returncode == 0, done.stderr
+    assert marks_left(marks) == []
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    repo, shas, plain = fixture
+    tasks = [
+        {"id": f"t{n}-{k}", "repo": str(repo), "commit": sha}
+        for k in range(8)
+        for n, sha in enumerate(shas)
+    ]
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks)
+    out, work = tmp_path / "out", tmp_path / "work"
+    args = [ANCHOR_LS, "batch", manifest, "--out", out, "--workers", "1", "--work", work]
+    args += ["--cache", tmp_path / "cache"]
+    run = subprocess.Popen(
+        list(map(str, args)),
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        results_file = out / "results.jsonl"
+        while run.poll() is None and (
+            not results_file.exists() or results_file.read_text("utf-8").count("\n") < 2
+        ):
+            time.sleep(0.05)
+        os.killpg(run.pid, signal.SIGINT)  # Ctrl-C: the driver and its workers
+        _stdout, stderr = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130, stderr
+    assert "run the same command again to go on" in stderr
+    done = sorted(p.name for p in out.iterdir() if p.name.startswith("t"))
+    assert 2 <= len(done) < len(tasks)
+    for ident in done:
+        n = int(ident[1 : ident.index("-")])
+        assert tree_bytes(out / ident / NAME) == tree_bytes(plain / f"t{n}" / NAME), ident
+    assert not (out / ".partial").exists() or not any((out / ".partial").iterdir())
+    assert list(work.iterdir()) == []  # no scratch tree left behind
+
+    again = anchor_ls("batch", manifest, "--out", out, "--workers", "2", "--cache", tmp_path / "c")
+    assert again.returncode == 0, again.stderr
+    assert f"{len(tasks) - len(done)} ok, 0 failed, {len(done)} skipped" in again.stdout
+    assert set(last_status(out).values()) <= {"ok", "skipped"}
