@@ -103,8 +103,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     index = _index_for(args, args.path)
     _print_problems(index)
-    with index.graph.lock:
-        data = index.graph.to_json()
+    data = index.snapshot().graph.to_json()
     json.dump(data, sys.stdout, indent=1 if args.pretty else None, sort_keys=False)
     sys.stdout.write("\n")
     return 0

@@ -1,5 +1,6 @@
 """How often the binder's call edges agree with jedi on real code: precision and recall in the wild.
 
+    pip install -e '.[env]'  # jedi
     python benchmarks/jedi_agreement.py [--only NAME] [--sites N] [--budget SECONDS] [--examples K]
 
 Per corpus: a seeded sample of call sites whose called name is the name of some repository

@@ -85,8 +85,7 @@ def measure(
     index: Index, name: str, max_items: int, cross_file: bool, args: argparse.Namespace
 ) -> Row:
     graph = index.graph
-    with graph.lock:
-        mean_out, _hubs = graph_figures(graph)
+    mean_out, _hubs = graph_figures(graph)
     policy = resolve_policy(name, mean_out, max_items, cross_file=cross_file, tests=args.tests)
     source = source_lib = tags = tags_lib = blocks = 0
     parts: Counter[str] = Counter()
@@ -176,35 +175,34 @@ def print_ranking(index: Index, max_items: int) -> None:
     callers = {"by id": 0, "ranked": 0}  # sum of the kept entries' own callers (fan-in)
     swapped = 0  # entries the ranked cut keeps that the cut by id did not
     hubs: list[tuple[int, str, list[str]]] = []
-    with graph.lock:
-        for ident in sorted(graph.entities):
-            found = fields_for(graph, ident, uncapped)
-            if not found or len(found[0].entries) <= max_items:
-                continue
-            cut += 1
-            ranked = list(found[0].entries)
-            roles = {i: role(graph, i, "calls", ident) for i in ranked}
-            by_id = sorted(ranked)[:max_items]
-            kept["by id"].update(roles[i] for i in by_id)
-            kept["ranked"].update(roles[i] for i in ranked[:max_items])
-            callers["by id"] += sum(fan_in(graph, i) for i in by_id)
-            callers["ranked"] += sum(fan_in(graph, i) for i in ranked[:max_items])
-            swapped += len(set(ranked[:max_items]) - set(by_id))
-            demo = sum(1 for r in roles.values() if r == DEMO)
-            if demo:
-                hubs.append((-demo, ident, ranked))
-        print(
-            f"\n  ranking: {cut:,} CALLED_BY fields cut at {max_items}; ranked, the cut keeps "
-            f"{swapped:,} entries the cut by id did not. Entries kept, by role, and their callers:"
-        )
-        for order, counts in kept.items():
-            shown = ", ".join(f"{counts[r]:,} {ROLE_NAMES[r]}" for r in (PRODUCTION, DEMO, TESTS))
-            print(f"    {order:<7} {shown}; {callers[order]:,} callers of their own")
-        for minus_demo, ident, ranked in sorted(hubs)[:RANKING_HUBS]:
-            print(f"  {ident}: {len(ranked)} callers, {-minus_demo} in demo code; kept")
-            for order, first in (("by id", sorted(ranked)), ("ranked", ranked)):
-                names = ", ".join(_marked(graph, i, ident) for i in first[:max_items])
-                print(f"    {order:<7} {names}")
+    for ident in sorted(graph.entities):
+        found = fields_for(graph, ident, uncapped)
+        if not found or len(found[0].entries) <= max_items:
+            continue
+        cut += 1
+        ranked = list(found[0].entries)
+        roles = {i: role(graph, i, "calls", ident) for i in ranked}
+        by_id = sorted(ranked)[:max_items]
+        kept["by id"].update(roles[i] for i in by_id)
+        kept["ranked"].update(roles[i] for i in ranked[:max_items])
+        callers["by id"] += sum(fan_in(graph, i) for i in by_id)
+        callers["ranked"] += sum(fan_in(graph, i) for i in ranked[:max_items])
+        swapped += len(set(ranked[:max_items]) - set(by_id))
+        demo = sum(1 for r in roles.values() if r == DEMO)
+        if demo:
+            hubs.append((-demo, ident, ranked))
+    print(
+        f"\n  ranking: {cut:,} CALLED_BY fields cut at {max_items}; ranked, the cut keeps "
+        f"{swapped:,} entries the cut by id did not. Entries kept, by role, and their callers:"
+    )
+    for order, counts in kept.items():
+        shown = ", ".join(f"{counts[r]:,} {ROLE_NAMES[r]}" for r in (PRODUCTION, DEMO, TESTS))
+        print(f"    {order:<7} {shown}; {callers[order]:,} callers of their own")
+    for minus_demo, ident, ranked in sorted(hubs)[:RANKING_HUBS]:
+        print(f"  {ident}: {len(ranked)} callers, {-minus_demo} in demo code; kept")
+        for order, first in (("by id", sorted(ranked)), ("ranked", ranked)):
+            names = ", ".join(_marked(graph, i, ident) for i in first[:max_items])
+            print(f"    {order:<7} {names}")
 
 
 def _marked(graph: Graph, ident: str, callee: str) -> str:

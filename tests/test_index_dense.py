@@ -56,8 +56,7 @@ def _repo(tmp_path: Path) -> Path:
 
 def _dense(index: Index) -> set[tuple[str, str, str]]:
     kinds = (REFERENCES, ENV_VAR, CONST_REF, IO_DEP, TEST_REF)
-    with index.graph.lock:
-        return {(e.kind, e.src, e.dst) for k in kinds for e in index.graph.edges(k)}
+    return {(e.kind, e.src, e.dst) for k in kinds for e in index.graph.edges(k)}
 
 
 EXPECTED = {

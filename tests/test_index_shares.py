@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from support.processes import children
 
-from anchor_ls.index import Index, repository, shares
+from anchor_ls.index import Index, shares
+from anchor_ls.index import workers as parse_workers
 from anchor_ls.index.binder import Binder
 from anchor_ls.syntax.parse import summarize
 
@@ -65,7 +66,7 @@ def test_a_forked_worker_gives_the_same_graph(alone: str, tmp_path: Path) -> Non
 def test_a_spawned_worker_gives_the_same_graph(
     alone: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(repository, "_SERVED_MIN_FILES", 1)  # spawn even for this slice
+    monkeypatch.setattr(parse_workers, "SERVED_MIN_FILES", 1)  # spawn even for this slice
     out: list[str] = []
     seen: set[int] = set()
     # Built from a second thread, as the server does: no fork in a threaded process.

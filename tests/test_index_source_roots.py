@@ -28,8 +28,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def calls_of(index: Index) -> set[tuple[str, str]]:
-    with index.graph.lock:
-        data = index.graph.to_json()
+    data = index.snapshot().graph.to_json()
     return {(e["src"], e["dst"]) for e in data["edges"] if e["kind"] == CALLS}
 
 

@@ -8,6 +8,7 @@ pin the server's side of the relation whatever the resolver finds.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
@@ -78,6 +79,18 @@ SITES: dict[Edge, list[Span]] = {
 }
 
 
+class HandMade(Folder):
+    """A folder whose readers see a graph the test made (and may change) by hand."""
+
+    def __init__(self, uri: str, root: Path, graph: Graph) -> None:
+        super().__init__(uri, root)
+        self._graph = graph
+
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
     root = tmp_path_factory.mktemp("refs") / "repo"
@@ -87,15 +100,13 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
     index = Index(root, cache_dir=root.parent / "cache")
     index.build()
     graph = Graph(str(index.root))
-    with graph.lock:
-        for rel in FILES:
-            entities: list[Entity] = index.graph.file_entities(rel)
-            graph.replace_file_entities(rel, entities)
-        for rel in (HANDLERS, REGISTRY):
-            own = {e: s for e, s in SITES.items() if e.src.partition(":")[0] == rel}
-            graph.replace_file_edges(rel, set(own), own)
-    index.graph = graph
-    found = Folder(root.as_uri(), root)
+    for rel in FILES:
+        entities: list[Entity] = index.graph.file_entities(rel)
+        graph.replace_file_entities(rel, entities)
+    for rel in (HANDLERS, REGISTRY):
+        own = {e: s for e, s in SITES.items() if e.src.partition(":")[0] == rel}
+        graph.replace_file_edges(rel, set(own), own)
+    found = HandMade(root.as_uri(), root, graph)
     found.index, found.state = index, READY
     found.policy = resolve_policy("topo", 0.0, 8)
     return found
@@ -244,8 +255,7 @@ def test_a_name_outside_the_graph_reads_the_same_with_links_or_without(folder: F
     assert graph is not None
     own = {e: s for e, s in SITES.items() if e.src.partition(":")[0] == HANDLERS}
     env = Edge("env_var", ON_LOAD, "env:APP_MODE")
-    with graph.lock:
-        graph.replace_file_edges(HANDLERS, set(own) | {env}, {**own, env: own[next(iter(own))]})
+    graph.replace_file_edges(HANDLERS, set(own) | {env}, {**own, env: own[next(iter(own))]})
     try:
 
         def values(lazy: bool) -> list[list[str]]:
@@ -256,8 +266,7 @@ def test_a_name_outside_the_graph_reads_the_same_with_links_or_without(folder: F
         assert values(True) == values(False)
         assert any("env:APP_MODE" in parts for parts in values(True))
     finally:
-        with graph.lock:
-            graph.replace_file_edges(HANDLERS, set(own), own)
+        graph.replace_file_edges(HANDLERS, set(own), own)
 
 
 def test_dense_field_names_are_accepted_in_settings() -> None:

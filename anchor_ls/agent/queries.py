@@ -16,8 +16,10 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -126,10 +128,24 @@ class Queries:
         self._lowered: list[tuple[str, str]] | None = None
         self._auto: tuple[ResolvedPolicy, float] | None = None
         self._lines: OrderedDict[str, list[str]] = OrderedDict()
+        self._pins = threading.local()
 
     @property
     def graph(self) -> Graph:
-        return self.index.graph
+        """The graph this thread's query pinned (see _pinned), else the index's latest."""
+        pinned: Graph | None = getattr(self._pins, "graph", None)
+        return pinned if pinned is not None else self.index.graph
+
+    @contextmanager
+    def _pinned(self, graph: Graph) -> Iterator[None]:
+        """Every read of self.graph on this thread inside the block is of graph: a query
+        reads one snapshot, its helpers included, while the index takes an edit."""
+        outer = getattr(self._pins, "graph", None)
+        self._pins.graph = graph
+        try:
+            yield
+        finally:
+            self._pins.graph = outer
 
     def changed(self) -> None:
         self._names = None
@@ -215,7 +231,7 @@ class Queries:
         q = query.strip()
         low = q.lower()
         graph = self.graph
-        with graph.lock:
+        with self._pinned(graph):
             ranked: list[tuple[int, str]] = []
             for lowered, ident in self._lowered_ids():
                 if low not in lowered:
@@ -307,7 +323,7 @@ class Queries:
         """Level by level, each level in rank order (what `limit` keeps first)."""
         _check_depth(depth)
         graph = self.graph
-        with graph.lock:
+        with self._pinned(graph):
             root = self.resolve(symbol)
             step = graph.into if incoming else graph.out
             seen = {root.id}
@@ -388,7 +404,7 @@ class Queries:
         that reach any of them."""
         _check_depth(depth)
         graph = self.graph
-        with graph.lock:
+        with self._pinned(graph):
             root = self.resolve(symbol)
             side = is_test_path(root.path)
             distance = {root.id: 0}
@@ -497,7 +513,7 @@ class Queries:
         """A class's bases (MRO order) and subclasses; a method's overridden definitions
         (nearest first) and its overrides."""
         graph = self.graph
-        with graph.lock:
+        with self._pinned(graph):
             ent = self.resolve(symbol)
             if ent.kind == "class":
                 bases = [
@@ -586,7 +602,7 @@ class Queries:
         graph = self.graph
         base = resolve_policy("topo", 0.0, OUTLINE_FIELD_ITEMS)
         policy = replace(base, fields=OUTLINE_FIELDS)
-        with graph.lock:
+        with self._pinned(graph):
             rel = self.relpath(path)
             in_tests = is_test_path(rel)
             definitions = graph.file_entities(rel)
@@ -633,7 +649,7 @@ class Queries:
             raise QueryError("target must be a symbol or a path")
         resolved = self.policy(policy)
         graph = self.graph
-        with graph.lock:
+        with self._pinned(graph):
             rel = self._as_file(target.strip())
             shown = {"name": resolved.name, "max_items": resolved.max_items}
             if rel is not None:
@@ -675,7 +691,7 @@ class Queries:
         """Tests that exercise `symbol`: directly, or through test helpers (test code
         that is not itself a test) up to HELPER_DEPTH helpers away."""
         graph = self.graph
-        with graph.lock:
+        with self._pinned(graph):
             ent = self.resolve(symbol)
             via: dict[str, str | None] = {i: None for i in self._test_sources(ent.id)}
             frontier = sorted(i for i in via if not self._is_test(i))
@@ -722,7 +738,7 @@ class Queries:
         """Size of the index, the policy auto picks, and when the index was last checked
         against the disk (None: never since the build)."""
         graph = self.graph
-        with graph.lock:
+        with self._pinned(graph):
             resolved, mean = self.auto_policy()
             edges = {kind: graph.edge_count(kind) for kind in (*STRUCTURAL_KINDS, *DENSE_KINDS)}
             problems: dict[str, int] = {}

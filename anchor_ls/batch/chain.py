@@ -204,8 +204,7 @@ def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str
         for rel in report.changed:
             tag_bytes += (snapshot / rel).stat().st_size - index.source_size(rel)
         if settings.graph:
-            with index.graph.lock:
-                data = index.graph.to_json()
+            data = index.snapshot().graph.to_json()
             data["root"] = str(final / name)
             with open(partial / GRAPH_FILE, "w", encoding="utf-8") as handle:
                 json.dump(data, handle)

@@ -1,5 +1,6 @@
 """Layer 2: the repository graph built from syntax summaries."""
 
+from anchor_ls.index.files import Problem
 from anchor_ls.index.model import (
     CALLS,
     CONFIG_USAGE,
@@ -18,7 +19,7 @@ from anchor_ls.index.model import (
     Graph,
     Span,
 )
-from anchor_ls.index.repository import Index, Problem
+from anchor_ls.index.repository import Index
 from anchor_ls.index.stats import IndexStats
 
 __all__ = [

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,15 @@ SKIP_DIRS = frozenset(
 class Skipped:
     path: str
     kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A file that was read badly or not at all; reported, never fatal."""
+
+    path: str
+    kind: str  # syntax | decode | too-large | binary | unreadable | vanished | symlink-loop
     message: str
 
 
@@ -122,3 +133,29 @@ def _link_problem(path: str, root_real: str) -> tuple[str, str] | None:
     if not os.path.isfile(target):
         return ("unreadable", "symbolic link to something that is not a file")
     return None
+
+
+def read_file(root: Path, rel: str, limit: int) -> bytes | Problem:
+    """The bytes of root/rel, or why they cannot be indexed (never raises)."""
+    # O_NONBLOCK: opening a FIFO named x.py must not wait for a writer forever.
+    try:
+        fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return Problem(rel, "vanished", "deleted while indexing")
+    except OSError as err:
+        kind = "symlink-loop" if err.errno == errno.ELOOP else "unreadable"
+        return Problem(rel, kind, err.strerror or str(err))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return Problem(rel, "unreadable", "not a regular file (a folder, pipe or device)")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(limit + 1)  # the file may grow after fstat
+    except OSError as err:
+        return Problem(rel, "unreadable", err.strerror or str(err))
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        size = max(info.st_size, len(data))
+        return Problem(rel, "too-large", f"{size} bytes, over the limit; skipped")
+    return data

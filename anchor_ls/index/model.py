@@ -1,14 +1,15 @@
 """The repository graph: entities and typed edges, queried by every layer above.
 
-The graph is mutable so that an edit to one file changes only that file's part
-of it; readers take `Graph.lock` (re-entrant) while they look.
+The index changes its own graph (an edit changes only its file's part of it) and
+publishes frozen copies of it for readers (`Index.snapshot()`): a copy shares every
+file's part with the graph it was taken from, and the index copies a part before it
+changes it, so a reader never waits for a change nor sees half of one.
 """
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -85,60 +86,171 @@ def path_of(entity_id: str) -> str:
     return entity_id.partition(":")[0]
 
 
+class _Part:
+    """What the graph holds of one file: its entities, the adjacency of the ids it
+    defines (out of its sources, into its targets), where its edges are made, and the
+    edges its source gives. Targets that are no definition (`env:HOME`) have a part of
+    their prefix (`env`) holding only edges into them."""
+
+    __slots__ = ("bases", "edges", "entities", "inn", "out", "sites")
+
+    def __init__(self) -> None:
+        self.entities: dict[str, Entity] = {}
+        # kind -> src -> its targets, and kind -> dst -> its sources: sorted tuples (a set
+        # costs four times the memory, 40 MB on Django, and every query sorted it).
+        self.out: dict[str, dict[str, tuple[str, ...]]] = {}
+        self.inn: dict[str, dict[str, tuple[str, ...]]] = {}
+        # edge (its src of this file) -> where in this file it is made (call sites,
+        # references, reads).
+        self.sites: dict[Edge, Sequence[Span]] = {}
+        # the edges whose facts come from this file's source
+        self.edges: tuple[Edge, ...] = ()
+        # class id -> its inherits targets in the order its class statement lists them (C3
+        # reads that order), for the classes of this file with two or more.
+        self.bases: dict[str, tuple[str, ...]] = {}
+
+    def copy(self) -> _Part:
+        new = _Part()
+        new.entities = dict(self.entities)
+        new.out = {kind: dict(table) for kind, table in self.out.items()}
+        new.inn = {kind: dict(table) for kind, table in self.inn.items()}
+        new.sites = dict(self.sites)
+        new.edges = self.edges
+        new.bases = self.bases
+        return new
+
+
+class _Entities(Mapping[str, Entity]):
+    """Every entity of a graph by id, read from the parts of their files."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: dict[str, _Part]) -> None:
+        self._parts = parts
+
+    def get(self, key: str, default: Entity | None = None) -> Entity | None:  # type: ignore[override]
+        part = self._parts.get(key.partition(":")[0])
+        found = part.entities.get(key) if part is not None else None
+        return default if found is None else found
+
+    def __getitem__(self, key: str) -> Entity:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        for part in list(self._parts.values()):
+            yield from part.entities
+
+    def __len__(self) -> int:
+        return sum(len(part.entities) for part in self._parts.values())
+
+    def values(self) -> Iterator[Entity]:  # type: ignore[override]
+        for part in list(self._parts.values()):
+            yield from part.entities.values()
+
+    def items(self) -> Iterator[tuple[str, Entity]]:  # type: ignore[override]
+        for part in list(self._parts.values()):
+            yield from part.entities.items()
+
+
+class FrozenGraphError(RuntimeError):
+    """A published graph was asked to change: readers share it."""
+
+
 class Graph:
-    """Entities by id plus forward and inverse adjacency per relation kind."""
+    """Entities by id plus forward and inverse adjacency per relation kind, in one part
+    per file; `frozen()` is a copy that shares them."""
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self.lock = threading.RLock()
-        self.entities: dict[str, Entity] = {}
-        self._by_file: dict[str, dict[str, Entity]] = defaultdict(dict)
-        # kind -> src -> its targets, and kind -> dst -> its sources: sorted tuples (a set
-        # costs four times the memory, 40 MB on Django, and every query sorted it).
-        self._out: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
-        self._in: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
-        # edge -> where in src's file it is made (call sites, references, reads).
-        self._sites: dict[Edge, Sequence[Span]] = {}
-        # relpath -> edges whose facts come from that file (its sources).
-        self._file_edges: dict[str, tuple[Edge, ...]] = {}
-        # relpath -> class id -> its inherits targets in the order its class statement
-        # lists them (C3 reads that order), for the classes of that file with two or more.
-        self._base_order: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._parts: dict[str, _Part] = {}
+        # the parts this graph may change in place (None: frozen, it changes nothing);
+        # every other part is shared with a frozen copy and copied before a change
+        self._owned: set[str] | None = set()
+        self.entities: Mapping[str, Entity] = _Entities(self._parts)
+
+    def frozen(self) -> Graph:
+        """A copy that never changes, for readers; the cost of a dict per graph, not of
+        the graph (later changes of this one copy the part of a file they change first)."""
+        if self._owned is None:
+            return self
+        copy = Graph(self.root)
+        copy._parts.update(self._parts)
+        copy._owned = None
+        self._owned = set()
+        return copy
+
+    @property
+    def is_frozen(self) -> bool:
+        return self._owned is None
+
+    @property
+    def changed(self) -> bool:
+        """Whether this graph changed since its last frozen() copy."""
+        return bool(self._owned)
+
+    def _part(self, relpath: str) -> _Part:
+        """relpath's part, to change: this graph's own."""
+        owned = self._owned
+        if owned is None:
+            raise FrozenGraphError("a published graph never changes")
+        if relpath in owned:
+            return self._parts[relpath]
+        old = self._parts.get(relpath)
+        part = old.copy() if old is not None else _Part()
+        self._parts[relpath] = part
+        owned.add(relpath)
+        return part
 
     # ----- queries -------------------------------------------------------
     def entity(self, entity_id: str) -> Entity | None:
-        return self.entities.get(entity_id)
+        part = self._parts.get(entity_id.partition(":")[0])
+        return part.entities.get(entity_id) if part is not None else None
+
+    def _adjacent(self, forward: bool, kind: str, key: str) -> tuple[str, ...]:
+        part = self._parts.get(key.partition(":")[0])
+        if part is None:
+            return ()
+        table = (part.out if forward else part.inn).get(kind)
+        return table.get(key, ()) if table is not None else ()
 
     def out(self, kind: str, src: str) -> list[str]:
         """Targets of `kind` edges from `src`, sorted."""
-        return list(self._out[kind].get(src, ()))
+        return list(self._adjacent(True, kind, src))
 
     def into(self, kind: str, dst: str) -> list[str]:
         """Sources of `kind` edges into `dst`, sorted."""
-        return list(self._in[kind].get(dst, ()))
+        return list(self._adjacent(False, kind, dst))
 
     def out_degree(self, kind: str, src: str) -> int:
-        return len(self._out[kind].get(src, ()))
+        return len(self._adjacent(True, kind, src))
 
     def in_degree(self, kind: str, dst: str) -> int:
-        return len(self._in[kind].get(dst, ()))
+        return len(self._adjacent(False, kind, dst))
 
     def bases(self, cls: str) -> list[str]:
         """Targets of inherits edges from `cls`, in the order its class statement lists them."""
-        order = self._base_order.get(path_of(cls))
-        found = order.get(cls) if order else None
+        part = self._parts.get(path_of(cls))
+        found = part.bases.get(cls) if part is not None else None
         return list(found) if found is not None else self.out(INHERITS, cls)
 
     def sites(self, src: str, dst: str, kind: str = CALLS) -> list[Span]:
         """Where in src's file the edge is made: its call sites, references or reads."""
-        return list(self._sites.get(Edge(kind, src, dst), ()))
+        part = self._parts.get(path_of(src))
+        return list(part.sites.get(Edge(kind, src, dst), ())) if part is not None else []
 
     def files(self) -> list[str]:
-        return sorted(p for p, ents in self._by_file.items() if ents)
+        return sorted(p for p, part in self._parts.items() if part.entities)
 
     def file_entities(self, relpath: str) -> list[Entity]:
         """Entities defined in one file, in source order (module first)."""
-        ents = self._by_file.get(relpath, {})
+        part = self._parts.get(relpath)
+        ents = part.entities if part is not None else {}
         return sorted(ents.values(), key=lambda e: (e.line, e.kind != "module", e.id))
 
     def entity_at(self, relpath: str, line: int) -> Entity | None:
@@ -149,7 +261,8 @@ class Graph:
         """
         best: Entity | None = None
         best_key = (0, False)
-        for ent in self._by_file.get(relpath, {}).values():
+        part = self._parts.get(relpath)
+        for ent in part.entities.values() if part is not None else ():
             for start, end in ((ent.start_line, ent.end_line), *ent.earlier):
                 if start - 1 <= line <= end - 1:
                     key = (end - start, ent.kind == "module")
@@ -161,15 +274,20 @@ class Graph:
         """All edges (of one kind), sorted by (kind, src, dst). main_block edges only when
         asked for by kind: they mark where a module's demo code is, they join no two
         definitions (and the graph export leaves them out)."""
-        kinds = [kind] if kind else sorted(k for k in self._out if k != MAIN_BLOCK)
+        parts = list(self._parts.values())
+        kinds = [kind] if kind else sorted({k for part in parts for k in part.out} - {MAIN_BLOCK})
         for k in kinds:
-            table = self._out.get(k, {})
+            table: dict[str, tuple[str, ...]] = {}
+            for part in parts:
+                table.update(part.out.get(k, {}))
             for src in sorted(table):
                 for dst in table[src]:
                     yield Edge(k, src, dst)
 
     def edge_count(self, kind: str) -> int:
-        return sum(len(d) for d in self._out.get(kind, {}).values())
+        return sum(
+            len(ends) for part in self._parts.values() for ends in part.out.get(kind, {}).values()
+        )
 
     def to_json(self) -> dict:
         """The stable graph export of DESIGN.md, sorted for byte-identical output."""
@@ -184,12 +302,10 @@ class Graph:
 
     # ----- mutation (used by anchor_ls.index only) -----------------------
     def replace_file_entities(self, relpath: str, entities: Iterable[Entity]) -> None:
-        for old in self._by_file.pop(relpath, {}).values():
-            self.entities.pop(old.id, None)
-        table = self._by_file[relpath]
+        table = self._part(relpath).entities
+        table.clear()
         for ent in entities:
             table[ent.id] = ent
-            self.entities[ent.id] = ent
 
     def replace_file_edges(
         self,
@@ -201,22 +317,20 @@ class Graph:
     ) -> None:
         """Swap the edges derived from one file's source for a new set (ordered: each
         list of spans is already sorted and without repeats, as a snapshot stores them)."""
-        old = frozenset(self._file_edges.pop(relpath, ()))
+        part = self._part(relpath)
+        old = frozenset(part.edges)
         new = frozenset(edges)
-        if new:
-            self._file_edges[relpath] = tuple(new)
+        part.edges = tuple(new)
         gone = old - new
         self._relink(gone, new - old)
         for edge in gone:
-            self._sites.pop(edge, None)
+            if edge not in sites:
+                self._part(path_of(edge.src)).sites.pop(edge, None)
         self._put_sites(sites, ordered)
 
     def _put_sites(self, sites: dict[Edge, Sequence[Span]], ordered: bool) -> None:
-        if ordered:
-            self._sites.update(sites)
-        else:
-            for key, spans in sites.items():
-                self._sites[key] = tuple(sorted(set(spans)))
+        for key, spans in sites.items():
+            self._part(path_of(key[1])).sites[key] = spans if ordered else tuple(sorted(set(spans)))
 
     def load_edges(
         self,
@@ -233,7 +347,7 @@ class Graph:
         for relpath, edges, sites in by_file:
             new = tuple(edges) if ordered else tuple(frozenset(edges))
             if new:
-                self._file_edges[relpath] = new
+                self._part(relpath).edges = new
             for kind, src, dst in new:
                 ends = out[kind].get(src)
                 if ends is None:
@@ -246,36 +360,46 @@ class Graph:
                 else:
                     ends.append(src)
             self._put_sites(sites, ordered)
-        for table, grown in ((self._out, out), (self._in, inn)):
+        for forward, grown in ((True, out), (False, inn)):
             for kind, lists in grown.items():
-                adjacency = table[kind]
                 for key, ends in lists.items():
+                    part = self._part(key.partition(":")[0])
+                    adjacency = (part.out if forward else part.inn).setdefault(kind, {})
                     adjacency[key] = (ends[0],) if len(ends) == 1 else tuple(sorted(set(ends)))
 
     def replace_file_bases(self, relpath: str, order: dict[str, tuple[str, ...]]) -> None:
         """Swap the declared order of the bases of one file's classes (those with two or
         more; the targets are those of their inherits edges)."""
-        if order:
-            self._base_order[relpath] = order
-        else:
-            self._base_order.pop(relpath, None)
+        part = self._parts.get(relpath)
+        if order or (part is not None and part.bases):
+            self._part(relpath).bases = order
 
     def file_bases(self, relpath: str) -> dict[str, tuple[str, ...]]:
-        return self._base_order.get(relpath, {})
+        part = self._parts.get(relpath)
+        return part.bases if part is not None else {}
 
     def file_edges(self, relpath: str) -> frozenset[Edge]:
-        return frozenset(self._file_edges.get(relpath, ()))
+        part = self._parts.get(relpath)
+        return frozenset(part.edges) if part is not None else frozenset()
 
     def file_sites(self, relpath: str) -> dict[Edge, Sequence[Span]]:
         """Where each edge from relpath's file is made (sorted spans), for edges with any."""
-        sites = self._sites
-        return {e: found for e in self._file_edges.get(relpath, ()) if (found := sites.get(e))}
+        part = self._parts.get(relpath)
+        if part is None:
+            return {}
+        parts = self._parts
+        out: dict[Edge, Sequence[Span]] = {}
+        for edge in part.edges:
+            src_part = parts.get(path_of(edge.src))
+            found = src_part.sites.get(edge) if src_part is not None else None
+            if found:
+                out[edge] = found
+        return out
 
     def drop_file(self, relpath: str) -> None:
         self.replace_file_edges(relpath, (), {})
         self.replace_file_bases(relpath, {})
         self.replace_file_entities(relpath, ())
-        self._by_file.pop(relpath, None)
 
     def _relink(self, gone: Iterable[Edge], added: Iterable[Edge]) -> None:
         """Apply removed and added edges to both adjacencies, each list rebuilt once."""
@@ -285,9 +409,21 @@ class Graph:
                 changes.setdefault((True, kind, src), (set(), set()))[which].add(dst)
                 changes.setdefault((False, kind, dst), (set(), set()))[which].add(src)
         for (forward, kind, key), (removed, put) in changes.items():
-            table = (self._out if forward else self._in)[kind]
+            part = self._part(key.partition(":")[0])
+            table = (part.out if forward else part.inn).setdefault(kind, {})
             now = (set(table.get(key, ())) - removed) | put
             if now:
                 table[key] = tuple(sorted(now))
             else:
                 table.pop(key, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A frozen graph and the generation it was published as (later ones are higher, for
+    any index of the process); `built` is the generation of the build it comes from: when
+    that moves, the graph was put together anew and any file may have changed."""
+
+    graph: Graph
+    generation: int
+    built: int

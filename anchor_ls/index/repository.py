@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import gc
-import hashlib
+import itertools
 import os
 import pickle
 import sqlite3
-import stat
 import threading
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
-from multiprocessing.context import BaseContext
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from anchor_ls import __version__
 from anchor_ls.index import facts as factlib
 from anchor_ls.index.bind.rounds import reresolve, resolve_all
 from anchor_ls.index.binder import Binder
-from anchor_ls.index.bodies import BodyEdit, body_edit, first_changed_line
+from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
-from anchor_ls.index.files import Skipped, is_excluded, python_files
-from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Edge, Entity, Graph, path_of
+from anchor_ls.index.files import Problem, Skipped, is_excluded, python_files, read_file
+from anchor_ls.index.invalidation import Invalidation
+from anchor_ls.index.model import CALLS, Edge, Graph, Snapshot, path_of
 from anchor_ls.index.mro import mro_of
+from anchor_ls.index.persistence import (
+    FACTS,
+    GRAPH,
+    PASSED,
+    cache_rows,
+    fingerprint,
+    restore_graph,
+    unpickled,
+)
 from anchor_ls.index.roots import (
     folders_of,
     project_roots,
@@ -39,30 +41,23 @@ from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
+from anchor_ls.index.workers import gc_paused, summarize_many
+from anchor_ls.index.workers import pool_context as _pool_context  # the rounds' name for it
 from anchor_ls.syntax.encoding import buffer_bytes_or_utf8
-from anchor_ls.syntax.parse import has_word, may_mention, summarize, words_sketch
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource
-from anchor_ls.syntax.summary import Body, FileSummary, pack_bodies
-from anchor_ls.syspath import start_children_safe
+from anchor_ls.syntax.summary import FileSummary
+
+__all__ = ["Index", "Problem", "Progress"]
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
-_PARALLEL_MIN_FILES = 64
-_SERVED_MIN_FILES = 200  # spawning workers (about a second) is worth it from about here
+_generations = itertools.count(1)  # of snapshots, across indexes: a new index's are later
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """A file that was read badly or not at all; reported, never fatal."""
-
-    path: str
-    kind: str  # syntax | decode | too-large | binary | unreadable | vanished | symlink-loop
-    message: str
-
-
-class Index:
-    """Index(root).build() then query `index.graph` (under `index.graph.lock`)."""
+class Index(Invalidation):
+    """Index(root).build(), then read `index.snapshot().graph` (or `index.graph`, the
+    graph of the latest snapshot): a frozen graph, for any thread, without a lock."""
 
     def __init__(
         self,
@@ -78,7 +73,8 @@ class Index:
         """source_roots: folders absolute imports start from that no file states (relative
         to root, or absolute inside it); those the files state are found (index/roots.py)."""
         self.root = Path(root).resolve()
-        self.graph = Graph(str(self.root))
+        self._graph = Graph(str(self.root))  # what mutations change (under self.lock)
+        self._published = self._snapshot_now(rebuilt=True)
         self.problems: dict[str, Problem] = {}
         self.exclude = tuple(exclude)
         self.source_roots = tuple(source_roots)
@@ -104,6 +100,28 @@ class Index:
         self._stats = IndexStats()
         self._built: str | None = None  # the fingerprint of the build, until a file changes
         self.lock = threading.RLock()  # serialises mutations
+
+    # ----- what readers see -------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The graph of the latest snapshot (frozen)."""
+        return self._published.graph
+
+    def snapshot(self) -> Snapshot:
+        """The graph as the last build or change left it, frozen, with its generation:
+        it never changes, so a reader holds it as long as it likes, while the index
+        changes on another thread."""
+        return self._published
+
+    def _publish(self, *, rebuilt: bool = False) -> None:
+        """Readers see the graph as it now is (a complete build or change only)."""
+        if rebuilt or self._graph.changed:
+            self._published = self._snapshot_now(rebuilt=rebuilt)
+
+    def _snapshot_now(self, *, rebuilt: bool) -> Snapshot:
+        generation = next(_generations)
+        built = generation if rebuilt else self._published.built
+        return Snapshot(self._graph.frozen(), generation, built)
 
     # ----- paths ------------------------------------------------------------
     def relpath(self, path: str | Path) -> str | None:
@@ -139,7 +157,7 @@ class Index:
     # ----- build --------------------------------------------------------------
     def build(self, progress: Progress | None = None) -> IndexStats:
         """Index every Python file under root, reusing cached summaries by content hash."""
-        with self.lock, _gc_paused(settle=True):
+        with self.lock, gc_paused(settle=True):
             return self._build(progress)
 
     def _build(self, progress: Progress | None) -> IndexStats:
@@ -163,14 +181,14 @@ class Index:
                 self._sources.put(rel, data, pack=False)  # packed once the build needs no more
                 self._hashes[rel] = content_hash(data)
         cache = self._open_cache()
-        fingerprint = self._fingerprint()
+        stamp = fingerprint(self.exclude, self.max_file_bytes, self.roots, self._hashes)
         if cache is not None:
-            stored = cache.load_graph(fingerprint, _GRAPH)
+            stored = cache.load_graph(stamp, GRAPH)
             self._note_cache(cache)
-            if stored is not None and self._restore(*stored, fingerprint):
+            if stored is not None and self._restore(*stored, stamp):
                 self._stats.from_cache = len(self._hashes)
                 self._stats.reparsed = 0
-                self._built = fingerprint
+                self._built = stamp
                 if progress:
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
@@ -193,11 +211,12 @@ class Index:
         # only what it needs, as after a warm start).
         self.binder.clear_caches()
         self._rebuild_graph()
+        self._publish(rebuilt=True)
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
-            cache.store_graph(fingerprint, *self._snapshot())
+            cache.store_graph(stamp, *self._cache_state())
         self._note_cache(cache)
-        self._built = fingerprint
+        self._built = stamp
         return self.stats()
 
     # ----- data derived from a build -------------------------------------
@@ -233,33 +252,11 @@ class Index:
         return tuple(sorted((set(found) | set(named)) - {""}))
 
     def _read(self, rel: str) -> bytes | None:
-        # O_NONBLOCK: opening a FIFO named x.py must not wait for a writer forever.
-        try:
-            fd = os.open(self.root / rel, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except FileNotFoundError:
-            self._problem(rel, "vanished", "deleted while indexing")
+        found = read_file(self.root, rel, self.max_file_bytes)
+        if isinstance(found, Problem):
+            self.problems[rel] = found
             return None
-        except OSError as err:
-            kind = "symlink-loop" if err.errno == errno.ELOOP else "unreadable"
-            self._problem(rel, kind, err.strerror or str(err))
-            return None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                self._problem(rel, "unreadable", "not a regular file (a folder, pipe or device)")
-                return None
-            with os.fdopen(fd, "rb", closefd=False) as file:
-                data = file.read(self.max_file_bytes + 1)  # the file may grow after fstat
-        except OSError as err:
-            self._problem(rel, "unreadable", err.strerror or str(err))
-            return None
-        finally:
-            os.close(fd)
-        if len(data) > self.max_file_bytes:
-            size = max(info.st_size, len(data))
-            self._problem(rel, "too-large", f"{size} bytes, over the limit; skipped")
-            return None
-        return data
+        return found
 
     def _problem(self, path: str, kind: str, message: str) -> None:
         self.problems[path] = Problem(path, kind, message)
@@ -287,15 +284,6 @@ class Index:
             message = f"{old.message}; {said}" if old and old.kind == "cache" else said
             self._problem(str(cache.folder), "cache", message)
 
-    def _fingerprint(self) -> str:
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"{__version__}\0{self.exclude}\0{self.max_file_bytes}".encode())
-        if self.roots:  # absent without nested roots: such a repository's caches stay valid
-            h.update(f"\0roots\0{self.roots}".encode("utf-8", "surrogateescape"))
-        for rel in sorted(self._hashes):
-            h.update(f"\0{rel}\0{self._hashes[rel]}".encode("utf-8", "surrogateescape"))
-        return h.hexdigest()
-
     def _summaries(
         self, cache: Cache | None, progress: Progress | None
     ) -> tuple[dict[str, FileSummary], list[tuple[str, str, bytes]], int]:
@@ -313,7 +301,9 @@ class Index:
         fresh: list[tuple[str, str, bytes]] = []
         total = len(self._hashes) * 2
         done = len(summaries)
-        for rel, result in self._summarize_many(todo):
+        read = self._sources.get
+        jobs = [(rel, read(rel, keep=False) or b"", self.max_file_bytes) for rel in todo]
+        for rel, result in summarize_many(jobs, self.workers):
             done += 1
             if progress and (done % 50 == 0 or done == len(self._hashes)):
                 progress(done, total, rel)
@@ -328,33 +318,6 @@ class Index:
         for summary in summaries.values():
             self._note_summary_problems(summary)
         return summaries, fresh, cached
-
-    def _summarize_many(self, todo: list[str]) -> Iterable[tuple[str, bytes | Problem]]:
-        """Summaries of todo, in order, parsed by `workers` processes when it pays.
-
-        The processes are forked only when this process runs one thread (the CLI): forking
-        a threaded process (the language server) can leave a child waiting forever on a
-        lock another thread held. There each starts as a fresh interpreter (spawn), which
-        costs a start-up (so it pays only for more files) and leaves no process behind.
-        The order of results is the order of todo either way.
-        """
-        read = self._sources.get
-        jobs = [(rel, read(rel, keep=False) or b"", self.max_file_bytes) for rel in todo]
-        done = 0
-        context = _pool_context(len(jobs)) if self.workers > 1 else None
-        if context is not None:
-            try:
-                with ProcessPoolExecutor(self.workers, mp_context=context) as pool:
-                    for rel, result in zip(
-                        todo, pool.map(_summarize_job, jobs, chunksize=16), strict=True
-                    ):
-                        yield rel, result
-                        done += 1
-                return
-            except (OSError, RuntimeError):
-                pass  # no processes here (or one died): parse the rest in this process
-        for job in jobs[done:]:
-            yield job[0], _summarize_job(job)
 
     def _note_summary_problems(self, summary: FileSummary) -> None:
         for kind, message in summary.problems:
@@ -382,15 +345,12 @@ class Index:
 
     def _rebuild_graph(self) -> None:
         graph = Graph(str(self.root))
-        with graph.lock:
-            for rel, summary in self.binder.summaries.items():
-                graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-            graph.load_edges(self._file_edges_and_sites())
-            for rel, summary in self.binder.summaries.items():
-                graph.replace_file_bases(
-                    rel, factlib.base_order(summary, self._facts[rel], self._ids)
-                )
-        self.graph = graph
+        for rel, summary in self.binder.summaries.items():
+            graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
+        graph.load_edges(self._file_edges_and_sites())
+        for rel, summary in self.binder.summaries.items():
+            graph.replace_file_bases(rel, factlib.base_order(summary, self._facts[rel], self._ids))
+        self._graph = graph
 
     def _file_edges_and_sites(self) -> Iterator[tuple[str, set[Edge], dict]]:
         for rel, summary in self.binder.summaries.items():
@@ -401,17 +361,17 @@ class Index:
     def update_file(self, relpath: str, text: str | bytes) -> set[str]:
         """Re-index one file from text in memory; returns the relpaths whose facts changed."""
         data = buffer_bytes_or_utf8(text) if isinstance(text, str) else text
-        with self.lock, _gc_paused():
+        with self.lock, gc_paused():
             self._built = None
             held = self.binder.summaries.get(relpath)
             try:
                 parsed = self._reparser.summarize(relpath, data, held, limit=self.max_file_bytes)
             except UnreadableSource as err:
                 self._problem(relpath, err.kind, str(err))
-                return self._remove(relpath)
+                return self._published_after(self._remove(relpath))
             except RecursionError:  # as in a build: reported, never raised to the caller
                 self._problem(relpath, "too-deep", "nesting too deep to read; skipped")
-                return self._remove(relpath)
+                return self._published_after(self._remove(relpath))
             summary = parsed.summary
             self.problems.pop(relpath, None)
             self._note_summary_problems(summary)
@@ -419,12 +379,12 @@ class Index:
             self._sources.put(relpath, data)
             self._hashes[relpath] = content_hash(data)
             if before is None:
-                return self._replace(summary, parsed.bodies)
+                return self._published_after(self._replace(summary, parsed.bodies))
             old, new = _python_lines(before), _python_lines(data)
             line = first_changed_line(old, new)
             delta = new.count(b"\n") - old.count(b"\n")
             edited = (line, delta, parsed.walked, parsed.replaced)
-            return self._replace(summary, parsed.bodies, edited)
+            return self._published_after(self._replace(summary, parsed.bodies, edited))
 
     def prepare_edits(self, relpath: str) -> None:
         """Parse relpath as indexed and keep its tree, so that even its first edit walks
@@ -444,277 +404,18 @@ class Index:
                 gone = self.problems.get(relpath)
                 if gone is not None and gone.kind == "vanished":  # deleted: not a problem
                     del self.problems[relpath]
-                return self._remove(relpath)
+                return self._published_after(self._remove(relpath))
             return self.update_file(relpath, data)
 
     def remove_file(self, relpath: str) -> set[str]:
-        with self.lock, _gc_paused():
+        with self.lock, gc_paused():
             self._built = None
             self.problems.pop(relpath, None)
-            return self._remove(relpath)
+            return self._published_after(self._remove(relpath))
 
-    def _remove(self, relpath: str) -> set[str]:
-        self.ensure_engine()
-        if relpath not in self.binder.summaries:
-            return set()
-        dependents = self._dependents(relpath, interface_changed=True)
-        if states_a_root(relpath):  # a source root less: any absolute import may move
-            dependents |= set(self.binder.summaries)
-        before = self._edge_files(relpath)
-        self.binder.drop_file(relpath)
-        dependents |= self._dispatching_into(relpath, {relpath} | dependents)
-        grown = self.binder.forget_contribution(relpath)
-        dependents |= self._forget_values_into(relpath)
-        self._sources.pop(relpath)
-        self._reparser.forget(relpath)
-        self._hashes.pop(relpath, None)
-        self._facts.pop(relpath, None)
-        self._ids.pop(relpath, None)
-        self._interface_memo.pop(relpath, None)
-        with self.graph.lock:
-            self.graph.drop_file(relpath)
-        redo = (dependents | {fn[0] for fn in grown}) - {relpath}
-        return {relpath} | before | self._reresolve(redo)
-
-    def _replace(
-        self,
-        summary: FileSummary,
-        bodies: Sequence[Body],
-        edited: tuple[int, int, Sequence[int] | None, Sequence[int] | None] | None = None,
-    ) -> set[str]:
-        """summary: unpacked, with its bodies; edited: the first line changed, the lines
-        added, the scopes walked again and the old ones they replace, for an edit of a file
-        the index held (see bodies.body_edit)."""
-        self.ensure_engine()
-        rel = summary.path
-        old = self.binder.summaries.get(rel)
-        line, delta, walked, replaced = edited if edited else (0, 0, None, None)
-        # what an importer would have to name to see a change
-        names: set[bytes] | None = None
-        interface_changed = True
-        if old is not None:
-            interface_changed, names = self._interface_change(old, summary, walked, replaced)
-        dependents = self._dependents(rel, interface_changed) if old is not None else set()
-        if old is None:
-            dependents = self._all_importers_of_new(rel)
-            # A package that now re-exports from rel changes what its importers resolve to.
-            todo = [d for d in dependents if d.endswith("__init__.py")]
-            with self.graph.lock:
-                while todo:
-                    for importer in self.graph.into("imports", todo.pop()):
-                        if importer not in dependents and importer != rel:
-                            dependents.add(importer)
-                            if importer.endswith("__init__.py"):
-                                todo.append(importer)
-        if old is not None and interface_changed:
-            # Definitions added, removed or moved: facts naming a removed scope are dropped,
-            # the others follow their scope to its new index.
-            numbers, gone = _renumbering(_layout(old), _layout(summary))
-            if gone:
-                dependents |= self._forget_values_into(rel, gone)
-            if any(i != j for i, j in numbers.items()):
-                self.binder.renumber(rel, numbers)
-                for facts in self._facts.values():
-                    facts.renumber(rel, numbers)
-            # Only files that name what changed, or that link to a changed definition, can
-            # now resolve differently (and star importers).
-            if names is not None:
-                changed = {n.decode() for n in names}
-                linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
-                holders = self._holders(rel, changed)
-                dependents = {
-                    d for d in dependents if d in linked or self._mentions(d, names, holders)
-                }
-        edit = None
-        if edited and old and self.binder.knows_scopes(rel):
-            unread = self._unread_changes(old, summary, names) if names else frozenset()
-            if not interface_changed or unread:
-                old_bodies = self.binder.bodies(rel)
-                edit = body_edit(old, old_bodies, summary, bodies, line, delta, walked, unread)
-        # What the files to resolve again pass as they stand, in the present argument facts:
-        # an edit propagates only what it changes of that (see _reresolve).
-        passed_before: dict[str, dict] = {}
-        if edit is not None:
-            redo = {i for i in edit.redo if i < len(old.scopes)}
-            passed_before[rel] = self.binder.passed_now(rel, redo)
-        for dep in sorted(dependents):
-            summary_of_dep = self.binder.summaries.get(dep)
-            if summary_of_dep is not None and self.binder.knows_scopes(dep):
-                scopes = set(range(len(summary_of_dep.scopes)))
-                passed_before[dep] = self.binder.passed_now(dep, scopes)
-        before = self._edge_files(rel)
-        self.binder.put_file(summary, same_interface=not interface_changed, bodies=bodies)
-        if interface_changed:
-            dependents |= self._dispatching_into(rel, {rel} | dependents)
-        self._ids[rel] = factlib.scope_ids(summary)
-        with self.graph.lock:
-            self.graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-        changed = self._reresolve({rel} | dependents, (rel, edit) if edit else None, passed_before)
-        if not interface_changed:  # the same ids: other files' tags move only with edges
-            return {rel} | changed
-        return {rel} | before | changed
-
-    def _unread_changes(
-        self, old: FileSummary, new: FileSummary, names: set[bytes]
-    ) -> frozenset[str]:
-        """The names of the definitions an edit added after the others or removed from the
-        end, when that is all it changed of the file's interface and no other code of the
-        file reads those names (a function typed at the end of a file and called from
-        nowhere yet, or deleted again); else empty.
-
-        Such an edit changes nothing the file's other scopes resolve to: only the added
-        definitions and the scopes that bind them need resolving (see body_edit)."""
-        count, shared = len(old.scopes), min(len(old.scopes), len(new.scopes))
-        if count == len(new.scopes) or _layout(old)[:shared] != _layout(new)[:shared]:
-            return frozenset()
-        source = self._sources.get(new.path, keep=False)
-        if source is None or b"\r" in source:
-            return frozenset()
-        lines = source.split(b"\n")
-        for scope in new.scopes[count:]:  # the added definitions' own text
-            lines[scope.start_line - 1 : scope.end_line] = [b""] * (
-                scope.end_line - scope.start_line + 1
-            )
-        rest = b"\n".join(lines)
-        if any(has_word(rest, name) for name in names):
-            return frozenset()
-        return frozenset(name.decode() for name in names)
-
-    def _interface_items_of(self, summary: FileSummary) -> set[tuple[str, str]]:
-        """The interface items of a summary, kept for the last two of its file: the one
-        the index holds and the one replacing it (the next edit compares them)."""
-        kept = self._interface_memo.setdefault(summary.path, [])
-        found = next((items for s, items in kept if s is summary), None)
-        if found is None:
-            found = _interface_items(summary)
-            kept[:] = [*kept[-1:], (summary, found)]
-        return found
-
-    def _interface_change(
-        self,
-        old: FileSummary,
-        new: FileSummary,
-        walked: Sequence[int] | None,
-        replaced: Sequence[int] | None,
-    ) -> tuple[bool, set[bytes] | None]:
-        """Whether what other files can see of a file changed between two versions, and
-        the names whose meaning differs (what an importer would have to write to see the
-        difference; None when that cannot be told).
-
-        After a splice (new scopes walked replacing old ones replaced, see syntax.reparse)
-        only those are compared: every other scope only moved, and items name definitions
-        by qualname, not by the index that moved."""
-        if walked is not None and replaced is not None:
-            items = _interface_items(old, replaced) ^ _interface_items(new, walked)
-        else:
-            items = self._interface_items_of(old) ^ self._interface_items_of(new)
-        if old.all_names != new.all_names:
-            return True, None
-        names = {name.encode() for name, _ in items} or None
-        return names is not None or _layout(old) != _layout(new), names
-
-    def _dispatching_into(self, rel: str, changed: set[str]) -> set[str]:
-        """Refresh the class tables of the changed files; the files of the ancestors of a
-        changed class that name what changed (a `self.name` there may reach other
-        overrides now)."""
-        ancestors = self.binder.refresh_classes(changed)
-        return {
-            path
-            for path, names in ancestors.items()
-            if path != rel and self._mentions(path, {n.encode() for n in names})
-        }
-
-    def _holders(self, rel: str, names: set[str]) -> set[str]:
-        """The modules whose namespace can hold rel's definitions named names (what
-        `import *` of them brings): rel, the modules that import those names from a holder
-        or import `*` from one, and so on."""
-        resolve = self.binder.modules.resolve
-        out, todo = {rel}, [rel]
-        with self.graph.lock:
-            while todo:
-                held = todo.pop()
-                for importer in self.graph.into(IMPORTS, held):
-                    summary = self.binder.summaries.get(importer)
-                    if importer in out or summary is None:
-                        continue
-                    top = summary.scopes[0]
-                    if any(
-                        resolve(module, level, importer) == held
-                        for module, level, _pos in top.star_imports
-                    ) or any(
-                        b.value[0] == "if"
-                        and b.value[3] in names
-                        and resolve(b.value[1], b.value[2], importer) == held
-                        for b in top.bindings
-                    ):
-                        out.add(importer)
-                        todo.append(importer)
-        return out
-
-    def _linking_into(
-        self, rel: str, kinds: tuple[str, ...], keep: Callable[[Entity], bool] = bool
-    ) -> set[str]:
-        """Files with an edge of one of kinds into a definition of rel that keep accepts."""
-        out: set[str] = set()
-        with self.graph.lock:
-            for ent in self.graph.file_entities(rel):
-                if keep(ent):
-                    for kind in kinds:
-                        out.update(path_of(src) for src in self.graph.into(kind, ent.id))
-        return out
-
-    def _mentions(
-        self, rel: str, names: set[bytes], star_from: Container[str] | None = None
-    ) -> bool:
-        """Whether rel's text has one of the words names, or it imports `*` (from one of
-        the modules star_from, when given)."""
-        summary = self.binder.summaries.get(rel)
-        if summary is None:
-            return True
-        if any(  # Python allows `*` at module level only
-            star_from is None or self.binder.modules.resolve(module, level, rel) in star_from
-            for module, level, _pos in summary.scopes[0].star_imports
-        ):
-            return True
-        source = None
-        if not summary.words:  # an edit's summary: sketched when first asked
-            source = self._sources.get(rel, keep=False)
-            if source is None:
-                return True
-            summary.words = words_sketch(source)
-        maybe = [name for name in names if may_mention(summary.words, name)]
-        if not maybe:  # ruled out by the sketch of its words, without reading it
-            return False
-        source = source or self._sources.get(rel, keep=False)
-        return source is None or any(has_word(source, name) for name in maybe)
-
-    def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
-        """Drop the argument facts that name rel's scopes (those in gone; None: all of
-        them), keeping every other fact.
-
-        Binder values say (path, scope index); once rel's definitions go, those indices are
-        stale (out of range, or another definition). Returns the files to resolve again:
-        the ones that passed such values, and those whose parameters changed.
-        """
-        sources: set[str] = set()
-        grown: set[tuple[str, int]] = set()
-        for src in self.binder.passers(rel):
-            contrib = self.binder._contrib.get(src, {})
-            kept: dict[tuple[str, int], dict[str, set]] = {}
-            stale = False
-            for fn, params in contrib.items():
-                if fn[0] == rel and (gone is None or fn[1] in gone):
-                    stale = True
-                    continue
-                kept[fn] = {}
-                for name, values in params.items():
-                    fresh = {v for v in values if not _names_scope(v, rel, gone)}
-                    stale = stale or len(fresh) != len(values)
-                    kept[fn][name] = fresh
-            if stale:
-                sources.add(src)
-                grown |= self.binder.set_contribution(src, kept)
-        return (sources | {fn[0] for fn in grown}) - {rel}
+    def _published_after(self, changed: set[str]) -> set[str]:
+        self._publish()
+        return changed
 
     def _reresolve(
         self,
@@ -753,15 +454,14 @@ class Index:
     def _tests_calling_changed_helpers(self, before: dict[str, dict[int, frozenset]]) -> set[str]:
         """Test files calling a test helper (of the files in before) whose calls changed."""
         out: set[str] = set()
-        with self.graph.lock:
-            for rel, old in before.items():
-                new, ids = self._scope_calls(rel), self._ids.get(rel, [])
-                for idx in set(old) | set(new):
-                    if old.get(idx) == new.get(idx) or idx >= len(ids):
-                        continue
-                    ent = self.graph.entities.get(ids[idx])
-                    if ent and ent.kind in ("function", "method") and not is_test_name(ent.name):
-                        out.update(path_of(src) for src in self.graph.into(CALLS, ent.id))
+        for rel, old in before.items():
+            new, ids = self._scope_calls(rel), self._ids.get(rel, [])
+            for idx in set(old) | set(new):
+                if old.get(idx) == new.get(idx) or idx >= len(ids):
+                    continue
+                ent = self._graph.entities.get(ids[idx])
+                if ent and ent.kind in ("function", "method") and not is_test_name(ent.name):
+                    out.update(path_of(src) for src in self._graph.into(CALLS, ent.id))
         return {p for p in out if is_test_path(p)}
 
     def _calls_of(self, path: str, idx: int) -> list[tuple[tuple, list]]:
@@ -786,70 +486,16 @@ class Index:
         summary = self.binder.summaries[rel]
         facts = self._facts[rel]
         edges, sites = factlib.edges(summary, facts, self._ids, self._calls_of)
-        with self.graph.lock:
-            old = self.graph.file_edges(rel)
-            self.graph.replace_file_edges(rel, edges, sites)
-            self.graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
+        old = self._graph.file_edges(rel)
+        self._graph.replace_file_edges(rel, edges, sites)
+        self._graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
         moved = old ^ edges
         return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}
 
-    def _edge_files(self, rel: str) -> set[str]:
-        """Files holding the other end of any edge that touches rel."""
-        with self.graph.lock:
-            out = {path_of(edge.dst) for edge in self.graph.file_edges(rel)}
-        out |= self._linking_into(rel, (CALLS, INHERITS, IMPORTS))
-        out.discard(rel)
-        return out
-
-    def _dependents(self, rel: str, interface_changed: bool) -> set[str]:
-        """Files whose resolution may read rel: edges into it, and importers on a new interface."""
-        if not interface_changed:  # same names, bases, signatures and returns: nothing moves
-            return set()
-        out = self._linking_into(rel, (CALLS, INHERITS))
-        with self.graph.lock:
-            todo = [rel]
-            while todo:
-                module = todo.pop()
-                for importer in self.graph.into(IMPORTS, module):
-                    if importer not in out:
-                        out.add(importer)
-                        if importer.endswith("__init__.py"):
-                            todo.append(importer)
-        out.discard(rel)
-        return out
-
-    def _all_importers_of_new(self, rel: str) -> set[str]:
-        """A new file: whoever mentions its module name may now resolve into it.
-
-        A new __init__.py is also what `from . import x` means inside its package.
-        """
-        stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
-        is_package = rel.rpartition("/")[2] == "__init__.py"
-        package = rel.removesuffix("__init__.py") if is_package else None
-        if states_a_root(rel):  # a new source root: any absolute import may move
-            return set(self.binder.summaries) - {rel}
-        out = set()
-        for path, summary in self.binder.summaries.items():
-            if package is not None and path.startswith(package) and path != rel:
-                out.add(path)
-                continue
-            for scope in summary.scopes:
-                if any(_mentions(b.value, stem) for b in scope.bindings) or any(
-                    stem in m for m, _level, _pos in scope.star_imports
-                ):
-                    out.add(path)
-                    break
-        return out
-
     # ----- cache state ----------------------------------------------------
-    def _snapshot(self) -> tuple[dict, Iterator[tuple[str, bytes]]]:
+    def _cache_state(self) -> tuple[dict, Iterator[tuple[str, bytes]]]:
         """The cache's copy of the graph (light, read at every warm start) and of the
-        resolution state (read only when a file changes): a small state, and parts.
-
-        Pickled file by file, as the cache writes them: one pickle of everything keeps a
-        memo entry for each of its millions of objects until it is done (measured: 110 MB
-        more at Django's peak), and all the parts at once were its peak still (23 MB).
-        """
+        resolution state (read only when a file changes): a small state, and its rows."""
         stats = self.stats()
         state = {
             "paths": sorted(self.binder.summaries),
@@ -857,47 +503,18 @@ class Index:
             "problems": self.problems,
             "stats": self._stats,
         }
-        return state, self._parts()
+        paths = sorted(self.binder.summaries)
+        return state, cache_rows(self._graph, paths, self._facts, self.binder.passed_by_scope)
 
-    def _parts(self) -> Iterator[tuple[str, bytes]]:
-        graph = self.graph
-        with graph.lock:
-            for rel in sorted(self.binder.summaries):
-                edges = sorted(graph.file_edges(rel))
-                made = graph.file_sites(rel)
-                sites = {tuple(e): made[e] for e in edges if e in made}
-                entities = [astuple_entity(e) for e in graph.file_entities(rel)]
-                bases = graph.file_bases(rel)
-                yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites, bases))
-            for rel, facts in sorted(self._facts.items()):
-                yield _FACTS + rel, _dump(facts)
-            for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
-                yield _PASSED + rel, _dump(per_scope)
-
-    def _restore(self, state: object, parts: dict[str, memoryview], fingerprint: str) -> bool:
+    def _restore(self, state: object, parts: dict[str, memoryview], stamp: str) -> bool:
         if not isinstance(state, dict) or "paths" not in state:
             return False
         paths = state["paths"]
-        graph = Graph(str(self.root))
-        try:
-            files = {rel: pickle.loads(parts[_GRAPH + rel]) for rel in paths}
-        except Exception:  # parts missing or damaged: build afresh
+        graph = restore_graph(str(self.root), paths, parts)
+        if graph is None:
             return False
-        # tuple.__new__ makes the hundreds of thousands of edges at half the cost of their
-        # constructor; sites stay keyed by plain tuples, equal to their edges
-        make = tuple.__new__
-        with graph.lock:
-            for rel, (entities, _edges, _sites, bases) in files.items():
-                graph.replace_file_entities(rel, [Entity(*e) for e in entities])
-                graph.replace_file_bases(rel, bases)
-            graph.load_edges(
-                (
-                    (rel, [make(Edge, e) for e in edges], sites)
-                    for rel, (_entities, edges, sites, _bases) in files.items()
-                ),
-                ordered=True,
-            )
-        self.graph = graph
+        self._graph = graph
+        self._publish(rebuilt=True)
         # Only problems of the files read now: not old listing or cache problems.
         self.problems.update(
             (rel, problem) for rel, problem in state["problems"].items() if rel in self._hashes
@@ -907,7 +524,7 @@ class Index:
             self._hashes.pop(rel, None)
         self._stats = state["stats"]
         # The hashes the cached summaries were stored under: an edit may change ours first.
-        self._lazy = (paths, fingerprint, state["counts"], dict(self._hashes))
+        self._lazy = (paths, stamp, state["counts"], dict(self._hashes))
         return True
 
     def ensure_engine(self) -> None:
@@ -916,7 +533,7 @@ class Index:
 
         Otherwise the first change after a start pays for it.
         """
-        with self.lock, _gc_paused(settle=True):
+        with self.lock, gc_paused(settle=True):
             self._ensure_engine()
 
     def _ensure_engine(self) -> None:
@@ -924,7 +541,7 @@ class Index:
         if self._lazy is None:
             self.binder.warm()
             return
-        paths, fingerprint, _counts, hashes = self._lazy
+        paths, stamp, _counts, hashes = self._lazy
         self._lazy = None
         cache = self._open_cache()
         blobs = cache.summaries({rel: hashes[rel] for rel in paths}) if cache else {}
@@ -934,8 +551,8 @@ class Index:
             summaries = {rel: pickle.loads(blob) for rel, blob in blobs.items()}
             del blobs
             # read and unpickled row by row: the blobs of them all are never held at once
-            facts = _unpickled(cache.graph_parts(_FACTS, fingerprint), _FACTS)
-            contrib = _unpickled(cache.graph_parts(_PASSED, fingerprint), _PASSED)
+            facts = unpickled(cache.graph_parts(FACTS, stamp), FACTS)
+            contrib = unpickled(cache.graph_parts(PASSED, stamp), PASSED)
             if set(facts) != set(paths) or set(contrib) != set(paths):
                 raise ValueError("resolution state missing from the cache")
         except Exception:  # the cache changed under us: build from scratch
@@ -956,23 +573,22 @@ class Index:
         are not in the index), each once: a cycle of bases repeats one where it is cut.
         Read from the graph, which keeps each class statement's order of bases: a warm
         start answers without loading the resolver state."""
-        graph = self.graph
-        with graph.lock:
-            return list(dict.fromkeys(mro_of(class_id, graph.bases, {}, set())))
+        graph = self.snapshot().graph
+        return list(dict.fromkeys(mro_of(class_id, graph.bases, {}, set())))
 
     # ----- figures ----------------------------------------------------------
     def stats(self) -> IndexStats:
-        with self.graph.lock:
-            mean, hubs = graph_figures(self.graph)
-            stats = IndexStats(
-                files=len(self._lazy[0]) if self._lazy else len(self.binder.summaries),
-                entities=len(self.graph.entities),
-                edges=edge_counts(self.graph),
-                mean_out_degree=round(mean, 3),
-                hub_share=round(hubs, 4),
-                reparsed=self._stats.reparsed,
-                from_cache=self._stats.from_cache,
-            )
+        graph = self.snapshot().graph
+        mean, hubs = graph_figures(graph)
+        stats = IndexStats(
+            files=len(self._lazy[0]) if self._lazy else len(self.binder.summaries),
+            entities=len(graph.entities),
+            edges=edge_counts(graph),
+            mean_out_degree=round(mean, 3),
+            hub_share=round(hubs, 4),
+            reparsed=self._stats.reparsed,
+            from_cache=self._stats.from_cache,
+        )
         if self._lazy is not None:
             stats.resolved_binder, stats.external, stats.unresolved = self._lazy[2]
         for facts in self._facts.values():
@@ -995,189 +611,7 @@ class Index:
             self._cache = None
 
 
-# cache part names: a prefix, then the relpath
-_GRAPH, _FACTS, _PASSED = "graph\0", "facts\0", "passed\0"
-
-
-def _dump(data: object) -> bytes:
-    return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def astuple_entity(e: Entity) -> tuple:
-    return (
-        *(e.id, e.kind, e.path, e.name, e.line, e.end_line, e.start_line, e.name_span),
-        e.earlier,  # the lines of its other definitions: asking there finds it too
-    )
-
-
-def _unpickled(rows: Iterable[tuple[str, memoryview]], prefix: str) -> dict[str, Any]:
-    return {name.removeprefix(prefix): pickle.loads(blob) for name, blob in rows}
-
-
-@contextlib.contextmanager
-def _gc_paused(*, settle: bool = False) -> Iterator[None]:
-    """Building allocates millions of small tuples and frees none: the cyclic GC only
-    rescans them (measured: unpickling Django's summaries 9.4 s with it, 1.7 s without).
-
-    settle: what was built lives as long as the index, so it goes to the collector's
-    permanent generation; else the first full collection after it, which lands in some
-    later edit, scans it all (measured: 1.0-1.4 s on Django). A new build first takes
-    it back (the old index's objects may be garbage now).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    if settle:
-        gc.unfreeze()
-    try:
-        yield
-    finally:
-        if settle:
-            gc.freeze()
-        if was_enabled:
-            gc.enable()
-
-
-def _pool_context(files: int) -> BaseContext | None:
-    """How to start parse workers for `files` files, or None to parse in this process.
-
-    A started (not forked) worker is a fresh `python -c` in this process's working
-    directory, often the repository: PYTHONSAFEPATH=1 in this process's environment, which
-    the workers inherit, keeps that directory off their sys.path."""
-    import multiprocessing
-
-    methods = multiprocessing.get_all_start_methods()
-    if threading.active_count() == 1 and "fork" in methods:
-        return multiprocessing.get_context("fork") if files >= _PARALLEL_MIN_FILES else None
-    if files < _SERVED_MIN_FILES:
-        return None
-    for method in ("spawn", "forkserver"):
-        if method in methods:
-            start_children_safe()
-            return multiprocessing.get_context(method)
-    return None
-
-
-def _summarize_job(job: tuple[str, bytes, int]) -> bytes | Problem:
-    gc.disable()  # a worker process: summaries are short-lived acyclic data
-    rel, data, limit = job
-    try:
-        summary = summarize(rel, data, limit=limit)
-    except UnreadableSource as err:
-        return Problem(rel, err.kind, str(err))
-    except RecursionError:
-        return Problem(rel, "too-deep", "nesting too deep to read; skipped")
-    return pickle.dumps(pack_bodies(summary), protocol=pickle.HIGHEST_PROTOCOL)
-
-
 def _python_lines(data: bytes) -> bytes:
     """data with every line ending a "\n", as Python (and the summaries) count lines: a
     lone CR ends a line too."""
     return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
-
-
-def _interface_items(
-    summary: FileSummary, among: Iterable[int] | None = None
-) -> set[tuple[str, str]]:
-    """(name, what it is) for each thing another file can see (of the scopes among, else
-    of all); scope indices, which shift when a definition is inserted, are written as
-    qualnames (and which of the definitions of a qualname, if there are several)."""
-    scopes = summary.scopes
-    twins = _twins(scopes)
-
-    def show(value: tuple) -> str:
-        """value's repr, with definitions by qualname (values are tuples all the way down
-        once a summary's lists are made tuples, packed or not)."""
-        text = repr(value)
-        return repr(_by_qualname(value, scopes, twins)) if "('f', " in text else text
-
-    items: set[tuple[str, str]] = set()
-    for i in range(len(scopes)) if among is None else among:
-        scope = scopes[i]
-        tail = scope.qualname.rpartition(".")[2]
-        shape = (
-            scope.kind,
-            scope.qualname,
-            twins.get(i, 0),
-            tuple(scope.decorators),
-            tuple(scope.bases),
-            tuple((p.name, p.kind, p.annotation) for p in scope.params),
-            tuple(sorted(scope.free_calls)),
-            tuple(sorted(scope.called_params)),
-            scope.returns,
-            tuple(scope.return_values),
-            tuple(scope.yields),
-        )
-        items.add((tail, show(shape)))
-        if scope.kind in ("module", "class"):
-            items.update((b.name, show((scope.qualname, b.value))) for b in scope.bindings)
-        items.update((a, show((scope.qualname, o, v))) for o, a, v, _ in scope.attr_assigns)
-        items.update((m, show((scope.qualname, m, lv))) for m, lv, _ in scope.star_imports)
-    return items
-
-
-def _by_qualname(value: object, scopes: list, twins: dict[int, int]) -> object:
-    if isinstance(value, tuple):
-        if len(value) == 2 and value[0] == "f" and isinstance(value[1], int):
-            return ("f", scopes[value[1]].qualname, twins.get(value[1], 0))
-        return tuple(_by_qualname(v, scopes, twins) for v in value)
-    return value
-
-
-def _twins(scopes: list) -> dict[int, int]:
-    """index -> which definition of its kind and qualname it is, for those defined more
-    than once (a property and its setter)."""
-    seen: dict[tuple[str, str], list[int]] = {}
-    for i, scope in enumerate(scopes):
-        seen.setdefault((scope.kind, scope.qualname), []).append(i)
-    return {i: k for same in seen.values() if len(same) > 1 for k, i in enumerate(same)}
-
-
-def _layout(summary: FileSummary) -> list[tuple[str, str]]:
-    """What a scope index means in this file: binder values refer to scopes by index."""
-    return [(scope.kind, scope.qualname) for scope in summary.scopes]
-
-
-def _renumbering(
-    old: list[tuple[str, str]], new: list[tuple[str, str]]
-) -> tuple[dict[int, int], set[int]]:
-    """(old scope index -> new index for each scope still there, old indices gone). A scope
-    is known by kind and qualname; a name defined twice (a property and its setter) by order.
-    """
-
-    def numbered(layout: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
-        seen: dict[tuple[str, str], int] = {}
-        out = []
-        for key in layout:
-            seen[key] = seen.get(key, -1) + 1
-            out.append((*key, seen[key]))
-        return out
-
-    where = {key: i for i, key in enumerate(numbered(new))}
-    numbers: dict[int, int] = {}
-    gone: set[int] = set()
-    for i, key in enumerate(numbered(old)):
-        if key in where:
-            numbers[i] = where[key]
-        else:
-            gone.add(i)
-    return numbers, gone
-
-
-def _names_scope(data: object, rel: str, gone: Container[int] | None) -> bool:
-    """Whether a binder value (nested tuples, sets and dicts of them) names a scope of file
-    rel that is in gone (None: any): ("f"|"b"|"c"|"i"|"I"|"S"|"g", rel, index)."""
-    if isinstance(data, tuple):
-        if len(data) == 3 and data[1] == rel and isinstance(data[2], int):
-            return gone is None or data[2] in gone
-        return any(_names_scope(item, rel, gone) for item in data)
-    if isinstance(data, dict):
-        return any(_names_scope(v, rel, gone) for v in data.values())
-    if isinstance(data, frozenset | set | list):
-        return any(_names_scope(item, rel, gone) for item in data)
-    return False
-
-
-def _mentions(value: tuple, stem: str) -> bool:
-    return value[0] in ("im", "ima", "if") and (
-        stem in value[1] or (value[0] == "if" and value[3] == stem)
-    )

@@ -62,8 +62,7 @@ def _targets(ls: AnchorServer, arg: dict[str, Any], command: str) -> list[Target
             graph = folder.graph
             if graph is None:
                 continue
-            with graph.lock:
-                files = graph.files()
+            files = graph.files()
             pairs.extend((folder, rel, from_fs_path(str(folder.root / rel)) or "") for rel in files)
     else:
         if not isinstance(uri, str):
@@ -155,8 +154,7 @@ def _apply(folder: Folder, relpath: str, data: bytes, strip: bool) -> tuple[byte
     graph = folder.graph
     if graph is None or folder.policy is None:
         raise RuntimeError("not indexed yet")
-    with graph.lock:
-        done = tag_apply.render_file(graph, relpath, data, folder.policy)
+    done = tag_apply.render_file(graph, relpath, data, folder.policy)
     return done.text, [f"{relpath}:{line}: {msg}" for line, msg in done.problems]
 
 

@@ -38,8 +38,7 @@ def _at(ls: AnchorServer, uri: str, position: types.Position, pick: Any) -> Any:
     graph = folder.graph
     if graph is None:
         return None
-    with graph.lock:
-        entity = pick(graph, relpath, line, col)
+    entity = pick(graph, relpath, line, col)
     return (folder, entity) if entity is not None else None
 
 
@@ -49,10 +48,7 @@ def _prepare(ls: AnchorServer, uri: str, position: types.Position, types_only: b
         return None
     folder, entity = found
     where = Locator(folder, ls.encoding)
-    with folder.graph.lock:  # type: ignore[union-attr]
-        item = (
-            hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
-        )
+    item = hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
     return [item]
 
 
@@ -65,8 +61,7 @@ def _item(ls: AnchorServer, item: Any) -> tuple[Folder, Any] | None:
     graph = folder.graph
     if graph is None:
         return None
-    with graph.lock:
-        entity = hierarchy.item_entity(graph, relpath, item)
+    entity = hierarchy.item_entity(graph, relpath, item)
     return (folder, entity) if entity is not None else None
 
 
@@ -75,10 +70,9 @@ def _related(ls: AnchorServer, item: Any, which: str) -> list:
     if found is None:
         return []
     folder, entity = found
-    with folder.graph.lock:  # type: ignore[union-attr]
-        if which in ("incoming", "outgoing"):
-            return hierarchy.call_links(folder, entity, ls.encoding, which == "incoming")
-        return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
+    if which in ("incoming", "outgoing"):
+        return hierarchy.call_links(folder, entity, ls.encoding, which == "incoming")
+    return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
 
 
 def _resolve_hint(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint | JsonText:

@@ -1,7 +1,8 @@
 """One workspace folder: its Index, build state, tag policy and line tables.
 
 Mutating methods run only on the server's single indexer thread (that is what
-serializes index mutations); readers on other threads take `graph.lock`.
+serializes index mutations); readers on other threads read the index's latest snapshot
+(`Folder.graph`), which no mutation changes.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class Folder:
     # ----- reads (any thread) -------------------------------------------
     @property
     def graph(self) -> Graph | None:
+        """The graph of the index's latest snapshot (frozen: read it without a lock)."""
         return self.index.graph if self.index is not None else None
 
     def first_build(self) -> asyncio.Future[None] | None:
@@ -188,8 +190,7 @@ class Folder:
         graph = self.graph
         if graph is None:
             return
-        with graph.lock:
-            mean_out, _hubs = graph_figures(graph)
+        mean_out, _hubs = graph_figures(graph)
         self.policy = resolve_policy(settings.policy, mean_out, settings.max_items)
         self.hints.clear()
 
@@ -224,13 +225,14 @@ class Folder:
         index = self.index
         if index is None:
             return set()
-        graph = index.graph
+        before = index.snapshot()
         changed: set[str] | None = None
         self.hints.begin_change()
         try:
             with collector_paused():
                 changed = set(change(index)) | {relpath}
         finally:
-            # A graph replaced as a whole (the index rebuilt itself) changed everything.
-            self.hints.end_change(changed if index.graph is graph else None)
+            # A graph put together anew (the index rebuilt itself) changed everything.
+            rebuilt = index.snapshot().built != before.built
+            self.hints.end_change(None if rebuilt else changed)
         return changed

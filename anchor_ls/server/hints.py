@@ -196,42 +196,41 @@ def file_hints(folder: Folder, relpath: str, form: HintForm) -> FileHints:
     hints: list[tuple[int, str]] = []
     deps = {relpath}
     names: dict[str, str] = {}
-    with graph.lock:
-        for entity in graph.file_entities(relpath):
-            if entity.kind not in DEF_KINDS:
-                continue
-            shown = fields_for(graph, entity.id, policy)
-            if not shown:
-                continue
-            at = headers.get((entity.name_span, encoding))
-            if at is None:
-                row = header_line(view.table, entity)
-                end = view.table.line(row)
-                at = headers[(entity.name_span, encoding)] = (
-                    row,
-                    bytes_to_units(end, len(end), encoding),
-                )
-            row, character = at
-            extra = []
-            if not form.lazy_tooltips:
-                told = tooltip(graph, policy, entity, [f.name for f in shown])
-                extra.append(f'"tooltip": {json.dumps(told)}')
-            if form.lazy_tooltips or form.lazy_locations:
-                extra.append(f'"data": {{"uri": {view.uri_json}, "id": {json.dumps(entity.id)}}}')
-            hints.append(
-                (
-                    row,
-                    f'{{"position": {{"line": {row}, "character": {character}}}, '
-                    f'"label": {_label(folder, graph, shown, links, names, entity.id)}, '
-                    f'"paddingLeft": true, {", ".join(extra)}}}',
-                )
+    for entity in graph.file_entities(relpath):
+        if entity.kind not in DEF_KINDS:
+            continue
+        shown = fields_for(graph, entity.id, policy)
+        if not shown:
+            continue
+        at = headers.get((entity.name_span, encoding))
+        if at is None:
+            row = header_line(view.table, entity)
+            end = view.table.line(row)
+            at = headers[(entity.name_span, encoding)] = (
+                row,
+                bytes_to_units(end, len(end), encoding),
             )
-            deps.update(path_of(e) for f in shown for e in f.entries)
-            for field in shown:  # what a cut field keeps turns on the rank of every entry
-                if field.more:
-                    spec = FIELD_SPECS[field.name]
-                    step = graph.out if spec.forward else graph.into
-                    deps.update(path_of(e) for e in step(spec.kind, entity.id))
+        row, character = at
+        extra = []
+        if not form.lazy_tooltips:
+            told = tooltip(graph, policy, entity, [f.name for f in shown])
+            extra.append(f'"tooltip": {json.dumps(told)}')
+        if form.lazy_tooltips or form.lazy_locations:
+            extra.append(f'"data": {{"uri": {view.uri_json}, "id": {json.dumps(entity.id)}}}')
+        hints.append(
+            (
+                row,
+                f'{{"position": {{"line": {row}, "character": {character}}}, '
+                f'"label": {_label(folder, graph, shown, links, names, entity.id)}, '
+                f'"paddingLeft": true, {", ".join(extra)}}}',
+            )
+        )
+        deps.update(path_of(e) for f in shown for e in f.entries)
+        for field in shown:  # what a cut field keeps turns on the rank of every entry
+            if field.more:
+                spec = FIELD_SPECS[field.name]
+                step = graph.out if spec.forward else graph.into
+                deps.update(path_of(e) for e in step(spec.kind, entity.id))
     hints.sort(key=lambda h: h[0])  # stable: hints on one line keep their source order
     return FileHints(tuple(r for r, _ in hints), tuple(h for _, h in hints), frozenset(deps))
 
@@ -241,13 +240,12 @@ def resolve_hint(folder: Folder, entity_id: str, form: HintForm) -> dict[str, An
     graph, policy = folder.graph, folder.policy
     if graph is None or policy is None:
         return None
-    with graph.lock:
-        entity = graph.entity(entity_id)
-        if entity is None:
-            return None
-        policy = replace(policy, fields=shown_fields(policy, form.fields))
-        shown = fields_for(graph, entity_id, policy)
-        found: dict[str, Any] = {"tooltip": tooltip(graph, policy, entity, [f.name for f in shown])}
-        if form.lazy_locations and shown:
-            found["label"] = json.loads(_label(folder, graph, shown, form.encoding, {}, entity_id))
-        return found
+    entity = graph.entity(entity_id)
+    if entity is None:
+        return None
+    policy = replace(policy, fields=shown_fields(policy, form.fields))
+    shown = fields_for(graph, entity_id, policy)
+    found: dict[str, Any] = {"tooltip": tooltip(graph, policy, entity, [f.name for f in shown])}
+    if form.lazy_locations and shown:
+        found["label"] = json.loads(_label(folder, graph, shown, form.encoding, {}, entity_id))
+    return found

@@ -34,17 +34,16 @@ def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> l
     if graph is None or policy is None:
         return []
     lenses: list[types.CodeLens] = []
-    with graph.lock:
-        for entity in graph.file_entities(relpath):
-            if entity.kind not in DEF_KINDS:
-                continue
-            line = entity.start_line - 1
-            at = types.Range(types.Position(line, 0), types.Position(line, 0))
-            for field in settings.lens_fields:
-                if related(graph, policy, field, entity.id):
-                    lenses.append(
-                        types.CodeLens(range=at, data={"uri": uri, "id": entity.id, "field": field})
-                    )
+    for entity in graph.file_entities(relpath):
+        if entity.kind not in DEF_KINDS:
+            continue
+        line = entity.start_line - 1
+        at = types.Range(types.Position(line, 0), types.Position(line, 0))
+        for field in settings.lens_fields:
+            if related(graph, policy, field, entity.id):
+                lenses.append(
+                    types.CodeLens(range=at, data={"uri": uri, "id": entity.id, "field": field})
+                )
     return lenses
 
 
@@ -104,16 +103,15 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
     ):
         lens.command = types.Command(title="(not indexed)", command="")
         return lens
-    with graph.lock:
-        entity = graph.entity(entity_id)
-        if entity is None:
-            lens.command = types.Command(title="(no longer indexed)", command="")
-            return lens
-        where = Locator(folder, encoding)
-        ids = related(graph, policy, field, entity_id)
-        other, other_noun = other_side_count(graph, field, entity_id)
-        locations = [_plain(loc) for loc in _locations(graph, field, ids, entity, where)]
-        position = where.name_location(entity).range.start
+    entity = graph.entity(entity_id)
+    if entity is None:
+        lens.command = types.Command(title="(no longer indexed)", command="")
+        return lens
+    where = Locator(folder, encoding)
+    ids = related(graph, policy, field, entity_id)
+    other, other_noun = other_side_count(graph, field, entity_id)
+    locations = [_plain(loc) for loc in _locations(graph, field, ids, entity, where)]
+    position = where.name_location(entity).range.start
     lens.command = types.Command(
         title=title(field, len(ids), other, other_noun),
         command=SHOW_LOCATIONS,

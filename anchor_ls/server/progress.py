@@ -11,12 +11,10 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-if TYPE_CHECKING:
-    from anchor_ls.server.server import AnchorServer
+from anchor_ls.server.hosts import ProgressHost
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +26,7 @@ class WorkProgress:
     """One progress bar in the client; a no-op when the client has none."""
 
     def __init__(
-        self, server: AnchorServer, title: str, token: types.ProgressToken | None = None
+        self, server: ProgressHost, title: str, token: types.ProgressToken | None = None
     ) -> None:
         self._server = server
         self._loop = server.loop

@@ -3,8 +3,9 @@
 Three places run code. The event loop answers messages and never waits on the
 index. One indexer thread runs every index mutation (builds, re-indexing from
 buffers or disk, loading the resolver state a warm start deferred, exports), which
-serializes them. A small reader pool computes answers under `graph.lock`, so a slow
-query never stalls the loop; between requests it fills the hint stores (warm.py).
+serializes them. A small reader pool computes answers from the index's latest
+snapshot, so a slow query never stalls the loop and never waits for a change; between
+requests it fills the hint stores (warm.py).
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class AnchorServer(LanguageServer):
         task.add_done_callback(self._background.discard)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a query on the reader pool (it takes graph.lock itself)."""
+        """Run a query on the reader pool (it reads a snapshot: no lock)."""
         return await self.loop.run_in_executor(self.readers, fn, *args)
 
     async def mutate(self, fn: Callable[..., T], *args: Any) -> T:

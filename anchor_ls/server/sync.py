@@ -24,8 +24,7 @@ def _folder_removed(folder: Folder, prefix: str) -> set[str]:
     graph = folder.graph
     if graph is None:
         return set()
-    with graph.lock:
-        gone = [p for p in graph.files() if p.startswith(prefix + "/")]
+    gone = [p for p in graph.files() if p.startswith(prefix + "/")]
     changed: set[str] = set()
     for relpath in gone:
         changed |= folder.remove(relpath)

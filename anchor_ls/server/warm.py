@@ -20,14 +20,11 @@ import logging
 import pickle
 import time
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
 
 from anchor_ls.server.folders import READY, Folder
 from anchor_ls.server.hints import HintForm, file_hints
 from anchor_ls.server.hintstore import FileHints
-
-if TYPE_CHECKING:
-    from anchor_ls.server.server import AnchorServer
+from anchor_ls.server.hosts import WarmHost
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +48,7 @@ def compute(folder: Folder, relpath: str, form: HintForm) -> FileHints:
 class HintWarmer:
     """One background pass at a time over the folders of a server; kick() asks for another."""
 
-    def __init__(self, server: AnchorServer) -> None:
+    def __init__(self, server: WarmHost) -> None:
         self.server = server
         self._task: asyncio.Task[None] | None = None
         self._again = False
@@ -120,8 +117,7 @@ class HintWarmer:
         graph = folder.graph
         if graph is None:
             return []
-        with graph.lock:
-            files = graph.files()
+        files = graph.files()
         index = folder.index
         if index is not None:
             files.sort(key=lambda rel: -index.source_size(rel))

@@ -109,8 +109,7 @@ def policy_for(
 ) -> ResolvedPolicy:
     """resolve_policy with the graph's mean call out-degree (what auto needs): the one place
     the commands take it from, so `index`, `tag` and `check` print the same figure."""
-    with graph.lock:
-        mean_out, _hubs = graph_figures(graph)
+    mean_out, _hubs = graph_figures(graph)
     return resolve_policy(name, mean_out, max_items, cross_file=cross_file, tests=tests)
 
 
@@ -126,19 +125,18 @@ def file_blocks(
     names: dict[int, str] = {}
     if not tags_file(relpath, policy):
         return blocks, names
-    with graph.lock:
-        for ent in graph.file_entities(relpath):
-            if ent.kind not in TAGGED_KINDS:
-                continue
-            key = text.MODULE if ent.kind == "module" else ent.line
-            if key in blocks:  # two entities on one line: the first (outermost) wins
-                continue
-            tags = block_fields(graph, ent.id, policy)
-            if not tags:
-                continue
-            blocks[key] = block_lines(ent, tags)
-            if ent.kind != "module":
-                names[key] = ent.name
+    for ent in graph.file_entities(relpath):
+        if ent.kind not in TAGGED_KINDS:
+            continue
+        key = text.MODULE if ent.kind == "module" else ent.line
+        if key in blocks:  # two entities on one line: the first (outermost) wins
+            continue
+        tags = block_fields(graph, ent.id, policy)
+        if not tags:
+            continue
+        blocks[key] = block_lines(ent, tags)
+        if ent.kind != "module":
+            names[key] = ent.name
     return blocks, names
 
 

@@ -287,7 +287,7 @@ def _fields(
 def fields_for(graph: Graph, entity_id: str, policy: ResolvedPolicy) -> list[TagField]:
     """The non-empty fields of one entity, in the policy's order, entries ranked and capped.
 
-    What the editor shows. Callers that need a consistent view hold `graph.lock`.
+    What the editor shows. Callers pass a snapshot's graph (frozen: a consistent view).
     """
     return _fields(graph, entity_id, policy, without_hubs=False)
 

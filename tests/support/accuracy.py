@@ -260,8 +260,7 @@ def engine_edges(case_dir: str | Path) -> set[tuple[str, str, str]]:
 
     idx = Index(case_dir, use_cache=False)
     idx.build()
-    with idx.graph.lock:
-        return {(e.kind, e.src, e.dst) for e in idx.graph.edges()}
+    return {(e.kind, e.src, e.dst) for e in idx.graph.edges()}
 
 
 def score(case_dir: str | Path) -> dict[str, CaseScore]:

@@ -1,0 +1,356 @@
+"""What an edit of one file makes stale: the files that may now resolve differently,
+the argument facts that name scopes gone or moved, the class tables to refresh.
+
+A part of Index (its base class): the methods work on the index's state, and leave the
+resolving to Index._reresolve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Sequence
+
+from anchor_ls.index import facts as factlib
+from anchor_ls.index.binder import Binder
+from anchor_ls.index.bodies import BodyEdit, body_edit
+from anchor_ls.index.interface import (
+    binds_module,
+    interface_items,
+    layout,
+    names_scope,
+    renumbering,
+)
+from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Entity, Graph, path_of
+from anchor_ls.index.roots import states_a_root
+from anchor_ls.index.sources import Sources
+from anchor_ls.index.state import FileFacts
+from anchor_ls.syntax.parse import has_word, may_mention, words_sketch
+from anchor_ls.syntax.reparse import Reparser
+from anchor_ls.syntax.summary import Body, FileSummary
+
+
+class Invalidation:
+    """The edit path of Index: _replace and _remove, and what they ask."""
+
+    binder: Binder
+    _graph: Graph
+    _sources: Sources
+    _reparser: Reparser
+    _hashes: dict[str, str]
+    _facts: dict[str, FileFacts]
+    _ids: dict[str, list[str]]
+    _interface_memo: dict[str, list[tuple[FileSummary, set[tuple[str, str]]]]]
+
+    def ensure_engine(self) -> None:
+        raise NotImplementedError  # Index's
+
+    def _reresolve(
+        self,
+        paths: set[str],
+        edited: tuple[str, BodyEdit] | None = None,
+        passed_before: dict[str, dict] | None = None,
+    ) -> set[str]:
+        raise NotImplementedError  # Index's
+
+    def _remove(self, relpath: str) -> set[str]:
+        self.ensure_engine()
+        if relpath not in self.binder.summaries:
+            return set()
+        dependents = self._dependents(relpath, interface_changed=True)
+        if states_a_root(relpath):  # a source root less: any absolute import may move
+            dependents |= set(self.binder.summaries)
+        before = self._edge_files(relpath)
+        self.binder.drop_file(relpath)
+        dependents |= self._dispatching_into(relpath, {relpath} | dependents)
+        grown = self.binder.forget_contribution(relpath)
+        dependents |= self._forget_values_into(relpath)
+        self._sources.pop(relpath)
+        self._reparser.forget(relpath)
+        self._hashes.pop(relpath, None)
+        self._facts.pop(relpath, None)
+        self._ids.pop(relpath, None)
+        self._interface_memo.pop(relpath, None)
+        self._graph.drop_file(relpath)
+        redo = (dependents | {fn[0] for fn in grown}) - {relpath}
+        return {relpath} | before | self._reresolve(redo)
+
+    def _replace(
+        self,
+        summary: FileSummary,
+        bodies: Sequence[Body],
+        edited: tuple[int, int, Sequence[int] | None, Sequence[int] | None] | None = None,
+    ) -> set[str]:
+        """summary: unpacked, with its bodies; edited: the first line changed, the lines
+        added, the scopes walked again and the old ones they replace, for an edit of a file
+        the index held (see bodies.body_edit)."""
+        self.ensure_engine()
+        rel = summary.path
+        old = self.binder.summaries.get(rel)
+        line, delta, walked, replaced = edited if edited else (0, 0, None, None)
+        # what an importer would have to name to see a change
+        names: set[bytes] | None = None
+        interface_changed = True
+        if old is not None:
+            interface_changed, names = self._interface_change(old, summary, walked, replaced)
+        dependents = self._dependents(rel, interface_changed) if old is not None else set()
+        if old is None:
+            dependents = self._all_importers_of_new(rel)
+            # A package that now re-exports from rel changes what its importers resolve to.
+            todo = [d for d in dependents if d.endswith("__init__.py")]
+            while todo:
+                for importer in self._graph.into("imports", todo.pop()):
+                    if importer not in dependents and importer != rel:
+                        dependents.add(importer)
+                        if importer.endswith("__init__.py"):
+                            todo.append(importer)
+        if old is not None and interface_changed:
+            # Definitions added, removed or moved: facts naming a removed scope are dropped,
+            # the others follow their scope to its new index.
+            numbers, gone = renumbering(layout(old), layout(summary))
+            if gone:
+                dependents |= self._forget_values_into(rel, gone)
+            if any(i != j for i, j in numbers.items()):
+                self.binder.renumber(rel, numbers)
+                for facts in self._facts.values():
+                    facts.renumber(rel, numbers)
+            # Only files that name what changed, or that link to a changed definition, can
+            # now resolve differently (and star importers).
+            if names is not None:
+                changed = {n.decode() for n in names}
+                linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
+                holders = self._holders(rel, changed)
+                dependents = {
+                    d for d in dependents if d in linked or self._mentions(d, names, holders)
+                }
+        edit = None
+        if edited and old and self.binder.knows_scopes(rel):
+            unread = self._unread_changes(old, summary, names) if names else frozenset()
+            if not interface_changed or unread:
+                old_bodies = self.binder.bodies(rel)
+                edit = body_edit(old, old_bodies, summary, bodies, line, delta, walked, unread)
+        # What the files to resolve again pass as they stand, in the present argument facts:
+        # an edit propagates only what it changes of that (see _reresolve).
+        passed_before: dict[str, dict] = {}
+        if edit is not None:
+            redo = {i for i in edit.redo if i < len(old.scopes)}
+            passed_before[rel] = self.binder.passed_now(rel, redo)
+        for dep in sorted(dependents):
+            summary_of_dep = self.binder.summaries.get(dep)
+            if summary_of_dep is not None and self.binder.knows_scopes(dep):
+                scopes = set(range(len(summary_of_dep.scopes)))
+                passed_before[dep] = self.binder.passed_now(dep, scopes)
+        before = self._edge_files(rel)
+        self.binder.put_file(summary, same_interface=not interface_changed, bodies=bodies)
+        if interface_changed:
+            dependents |= self._dispatching_into(rel, {rel} | dependents)
+        self._ids[rel] = factlib.scope_ids(summary)
+        self._graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
+        changed = self._reresolve({rel} | dependents, (rel, edit) if edit else None, passed_before)
+        if not interface_changed:  # the same ids: other files' tags move only with edges
+            return {rel} | changed
+        return {rel} | before | changed
+
+    def _unread_changes(
+        self, old: FileSummary, new: FileSummary, names: set[bytes]
+    ) -> frozenset[str]:
+        """The names of the definitions an edit added after the others or removed from the
+        end, when that is all it changed of the file's interface and no other code of the
+        file reads those names (a function typed at the end of a file and called from
+        nowhere yet, or deleted again); else empty.
+
+        Such an edit changes nothing the file's other scopes resolve to: only the added
+        definitions and the scopes that bind them need resolving (see body_edit)."""
+        count, shared = len(old.scopes), min(len(old.scopes), len(new.scopes))
+        if count == len(new.scopes) or layout(old)[:shared] != layout(new)[:shared]:
+            return frozenset()
+        source = self._sources.get(new.path, keep=False)
+        if source is None or b"\r" in source:
+            return frozenset()
+        lines = source.split(b"\n")
+        for scope in new.scopes[count:]:  # the added definitions' own text
+            lines[scope.start_line - 1 : scope.end_line] = [b""] * (
+                scope.end_line - scope.start_line + 1
+            )
+        rest = b"\n".join(lines)
+        if any(has_word(rest, name) for name in names):
+            return frozenset()
+        return frozenset(name.decode() for name in names)
+
+    def _interface_items_of(self, summary: FileSummary) -> set[tuple[str, str]]:
+        """The interface items of a summary, kept for the last two of its file: the one
+        the index holds and the one replacing it (the next edit compares them)."""
+        kept = self._interface_memo.setdefault(summary.path, [])
+        found = next((items for s, items in kept if s is summary), None)
+        if found is None:
+            found = interface_items(summary)
+            kept[:] = [*kept[-1:], (summary, found)]
+        return found
+
+    def _interface_change(
+        self,
+        old: FileSummary,
+        new: FileSummary,
+        walked: Sequence[int] | None,
+        replaced: Sequence[int] | None,
+    ) -> tuple[bool, set[bytes] | None]:
+        """Whether what other files can see of a file changed between two versions, and
+        the names whose meaning differs (what an importer would have to write to see the
+        difference; None when that cannot be told).
+
+        After a splice (new scopes walked replacing old ones replaced, see syntax.reparse)
+        only those are compared: every other scope only moved, and items name definitions
+        by qualname, not by the index that moved."""
+        if walked is not None and replaced is not None:
+            items = interface_items(old, replaced) ^ interface_items(new, walked)
+        else:
+            items = self._interface_items_of(old) ^ self._interface_items_of(new)
+        if old.all_names != new.all_names:
+            return True, None
+        names = {name.encode() for name, _ in items} or None
+        return names is not None or layout(old) != layout(new), names
+
+    def _dispatching_into(self, rel: str, changed: set[str]) -> set[str]:
+        """Refresh the class tables of the changed files; the files of the ancestors of a
+        changed class that name what changed (a `self.name` there may reach other
+        overrides now)."""
+        ancestors = self.binder.refresh_classes(changed)
+        return {
+            path
+            for path, names in ancestors.items()
+            if path != rel and self._mentions(path, {n.encode() for n in names})
+        }
+
+    def _holders(self, rel: str, names: set[str]) -> set[str]:
+        """The modules whose namespace can hold rel's definitions named names (what
+        `import *` of them brings): rel, the modules that import those names from a holder
+        or import `*` from one, and so on."""
+        resolve = self.binder.modules.resolve
+        out, todo = {rel}, [rel]
+        while todo:
+            held = todo.pop()
+            for importer in self._graph.into(IMPORTS, held):
+                summary = self.binder.summaries.get(importer)
+                if importer in out or summary is None:
+                    continue
+                top = summary.scopes[0]
+                if any(
+                    resolve(module, level, importer) == held
+                    for module, level, _pos in top.star_imports
+                ) or any(
+                    b.value[0] == "if"
+                    and b.value[3] in names
+                    and resolve(b.value[1], b.value[2], importer) == held
+                    for b in top.bindings
+                ):
+                    out.add(importer)
+                    todo.append(importer)
+        return out
+
+    def _linking_into(
+        self, rel: str, kinds: tuple[str, ...], keep: Callable[[Entity], bool] = bool
+    ) -> set[str]:
+        """Files with an edge of one of kinds into a definition of rel that keep accepts."""
+        out: set[str] = set()
+        for ent in self._graph.file_entities(rel):
+            if keep(ent):
+                for kind in kinds:
+                    out.update(path_of(src) for src in self._graph.into(kind, ent.id))
+        return out
+
+    def _mentions(
+        self, rel: str, names: set[bytes], star_from: Container[str] | None = None
+    ) -> bool:
+        """Whether rel's text has one of the words names, or it imports `*` (from one of
+        the modules star_from, when given)."""
+        summary = self.binder.summaries.get(rel)
+        if summary is None:
+            return True
+        if any(  # Python allows `*` at module level only
+            star_from is None or self.binder.modules.resolve(module, level, rel) in star_from
+            for module, level, _pos in summary.scopes[0].star_imports
+        ):
+            return True
+        source = None
+        if not summary.words:  # an edit's summary: sketched when first asked
+            source = self._sources.get(rel, keep=False)
+            if source is None:
+                return True
+            summary.words = words_sketch(source)
+        maybe = [name for name in names if may_mention(summary.words, name)]
+        if not maybe:  # ruled out by the sketch of its words, without reading it
+            return False
+        source = source or self._sources.get(rel, keep=False)
+        return source is None or any(has_word(source, name) for name in maybe)
+
+    def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
+        """Drop the argument facts that name rel's scopes (those in gone; None: all of
+        them), keeping every other fact.
+
+        Binder values say (path, scope index); once rel's definitions go, those indices are
+        stale (out of range, or another definition). Returns the files to resolve again:
+        the ones that passed such values, and those whose parameters changed.
+        """
+        sources: set[str] = set()
+        grown: set[tuple[str, int]] = set()
+        for src in self.binder.passers(rel):
+            contrib = self.binder._contrib.get(src, {})
+            kept: dict[tuple[str, int], dict[str, set]] = {}
+            stale = False
+            for fn, params in contrib.items():
+                if fn[0] == rel and (gone is None or fn[1] in gone):
+                    stale = True
+                    continue
+                kept[fn] = {}
+                for name, values in params.items():
+                    fresh = {v for v in values if not names_scope(v, rel, gone)}
+                    stale = stale or len(fresh) != len(values)
+                    kept[fn][name] = fresh
+            if stale:
+                sources.add(src)
+                grown |= self.binder.set_contribution(src, kept)
+        return (sources | {fn[0] for fn in grown}) - {rel}
+
+    def _edge_files(self, rel: str) -> set[str]:
+        """Files holding the other end of any edge that touches rel."""
+        out = {path_of(edge.dst) for edge in self._graph.file_edges(rel)}
+        out |= self._linking_into(rel, (CALLS, INHERITS, IMPORTS))
+        out.discard(rel)
+        return out
+
+    def _dependents(self, rel: str, interface_changed: bool) -> set[str]:
+        """Files whose resolution may read rel: edges into it, and importers on a new interface."""
+        if not interface_changed:  # same names, bases, signatures and returns: nothing moves
+            return set()
+        out = self._linking_into(rel, (CALLS, INHERITS))
+        todo = [rel]
+        while todo:
+            module = todo.pop()
+            for importer in self._graph.into(IMPORTS, module):
+                if importer not in out:
+                    out.add(importer)
+                    if importer.endswith("__init__.py"):
+                        todo.append(importer)
+        out.discard(rel)
+        return out
+
+    def _all_importers_of_new(self, rel: str) -> set[str]:
+        """A new file: whoever mentions its module name may now resolve into it.
+
+        A new __init__.py is also what `from . import x` means inside its package.
+        """
+        stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
+        is_package = rel.rpartition("/")[2] == "__init__.py"
+        package = rel.removesuffix("__init__.py") if is_package else None
+        if states_a_root(rel):  # a new source root: any absolute import may move
+            return set(self.binder.summaries) - {rel}
+        out = set()
+        for path, summary in self.binder.summaries.items():
+            if package is not None and path.startswith(package) and path != rel:
+                out.add(path)
+                continue
+            for scope in summary.scopes:
+                if any(binds_module(b.value, stem) for b in scope.bindings) or any(
+                    stem in m for m, _level, _pos in scope.star_imports
+                ):
+                    out.add(path)
+                    break
+        return out
