@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from anchor_ls.index.model import (
     CALLS,
@@ -69,9 +70,18 @@ def value_id(value: Value, binder_scopes: dict[str, list[str]]) -> str | None:
     return None
 
 
+class FileEdges(NamedTuple):
+    """What one file's facts give the graph."""
+
+    edges: set[Edge]
+    sites: dict[Edge, list[Span]]  # the spans that make each edge
+    via: dict[Edge, int]  # call edge -> its strongest via code (anchor_ls.index.via)
+    missed: tuple[tuple[str, str, Span], ...]  # unresolved sites: (entity id, name, span)
+
+
 def edges(
     summary: FileSummary, facts: FileFacts, ids_of: dict[str, list[str]], calls_of: CallsOf
-) -> tuple[set[Edge], dict[Edge, list[Span]]]:
+) -> FileEdges:
     """The edges whose source is an entity of this file, with the spans that make them."""
     path = summary.path
     ids = ids_of[path]
@@ -93,11 +103,16 @@ def edges(
         out.add(edge)
         sites.setdefault(edge, []).extend(spans)
 
+    via: dict[Edge, int] = {}
     for (idx, _kind), targets in facts.calls.items():
         for target in targets:
             dst = value_id(target, ids_of)
             if dst is not None:
-                add(Edge(CALLS, ids[idx], dst), facts.sites.get((idx, target), ()))
+                edge = Edge(CALLS, ids[idx], dst)
+                add(edge, facts.sites.get((idx, target), ()))
+                how = facts.via.get((idx, target), 0)
+                if how and (edge not in via or how < via[edge]):
+                    via[edge] = how
     for (idx, target), spans in facts.refs.items():
         dst = value_id(target, ids_of)
         if dst is not None and dst != ids[idx]:
@@ -109,7 +124,12 @@ def edges(
             if scope.kind == "function" and is_test_name(scope.name):
                 for dst, spans in _exercised(path, idx, calls_of, ids_of):
                     add(Edge(TEST_REF, ids[idx], dst), spans)
-    return out, sites
+    missed = tuple(
+        (ids[idx], name, span)
+        for idx in sorted(facts.missed)
+        for name, span in sorted(facts.missed[idx], key=lambda m: m[1])
+    )
+    return FileEdges(out, sites, via, missed)
 
 
 def base_order(

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from anchor_ls.index.via import VIA_KINDS, via_name
+
 # Relation kinds, in the order the graph JSON lists them.
 CALLS = "calls"
 INHERITS = "inherits"
@@ -92,6 +94,12 @@ class Graph:
         self._sites: dict[Edge, Sequence[Span]] = {}
         # relpath -> edges whose facts come from that file (its sources).
         self._file_edges: dict[str, tuple[Edge, ...]] = {}
+        # relpath -> a via code (anchor_ls.index.via) per edge of _file_edges[relpath], in
+        # its order (0 for edges that are not calls): one byte an edge.
+        self._file_via: dict[str, bytes] = {}
+        # relpath -> its unresolved call sites: (entity id, name called or '', span)
+        self._file_missed: dict[str, tuple[tuple[str, str, Span], ...]] = {}
+        self._missed_index: tuple[dict, dict] | None = None  # by name, by entity: on demand
         # relpath -> class id -> its inherits targets in the order its class statement
         # lists them (C3 reads that order), for the classes of that file with two or more.
         self._base_order: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -123,6 +131,53 @@ class Graph:
     def sites(self, src: str, dst: str, kind: str = CALLS) -> list[Span]:
         """Where in src's file the edge is made: its call sites, references or reads."""
         return list(self._sites.get(Edge(kind, src, dst), ()))
+
+    def via(self, src: str, dst: str) -> str | None:
+        """How the binder found the call edge src -> dst (anchor_ls.index.via), or None."""
+        edges = self._file_edges.get(path_of(src), ())
+        try:
+            at = edges.index(Edge(CALLS, src, dst))
+        except ValueError:
+            return None
+        codes = self._file_via.get(path_of(src))
+        return via_name(codes[at]) if codes else None
+
+    def file_via_map(self, relpath: str) -> dict[Edge, int]:
+        """The via code of each call edge from relpath's file."""
+        codes = self._file_via.get(relpath)
+        if not codes:
+            return {}
+        return {e: c for e, c in zip(self._file_edges[relpath], codes, strict=True) if c}
+
+    def _missed(self) -> tuple[dict[str, list], dict[str, int]]:
+        """Unresolved sites by the name they call ((src, span) each), and their count
+        by entity; built when first asked, dropped by any change."""
+        if self._missed_index is None:
+            by_name: dict[str, list[tuple[str, Span]]] = defaultdict(list)
+            by_src: dict[str, int] = defaultdict(int)
+            for rel in sorted(self._file_missed):
+                for src, name, span in self._file_missed[rel]:
+                    by_src[src] += 1
+                    if name:
+                        by_name[name].append((src, span))
+            self._missed_index = (dict(by_name), dict(by_src))
+        return self._missed_index
+
+    def unresolved(self, entity_id: str) -> int:
+        """How many call sites of entity_id's own code the binder could resolve neither to
+        the repository nor to anything known outside it."""
+        return self._missed()[1].get(entity_id, 0)
+
+    def unresolved_total(self) -> int:
+        return sum(len(m) for m in self._file_missed.values())
+
+    def maybe_callers(self, name: str) -> list[tuple[str, Span]]:
+        """Unresolved sites that call an attribute or a name `name`: (caller id, span),
+        by file and position."""
+        return list(self._missed()[0].get(name, ()))
+
+    def file_missed(self, relpath: str) -> tuple[tuple[str, str, Span], ...]:
+        return self._file_missed.get(relpath, ())
 
     def files(self) -> list[str]:
         return sorted(p for p, ents in self._by_file.items() if ents)
@@ -160,13 +215,28 @@ class Graph:
 
     def to_json(self) -> dict:
         """The stable graph export of DESIGN.md, sorted for byte-identical output."""
+        via: dict[Edge, int] = {}
+        for rel in self._file_via:
+            via.update(self.file_via_map(rel))
+        missed = self._missed()[1]
+
+        def entity(e: Entity) -> dict:
+            out = {"id": e.id, "kind": e.kind, "path": e.path, "line": e.line}
+            out["end_line"] = e.end_line
+            if e.id in missed:
+                out["unresolved"] = missed[e.id]
+            return out
+
+        def edge(e: Edge) -> dict:
+            out = {"kind": e.kind, "src": e.src, "dst": e.dst}
+            if e in via:
+                out["via"] = VIA_KINDS[via[e] - 1]
+            return out
+
         return {
             "root": self.root,
-            "entities": [
-                {"id": e.id, "kind": e.kind, "path": e.path, "line": e.line, "end_line": e.end_line}
-                for e in sorted(self.entities.values(), key=lambda e: e.id)
-            ],
-            "edges": [{"kind": e.kind, "src": e.src, "dst": e.dst} for e in sorted(self.edges())],
+            "entities": [entity(e) for e in sorted(self.entities.values(), key=lambda e: e.id)],
+            "edges": [edge(e) for e in sorted(self.edges())],
         }
 
     # ----- mutation (used by anchor_ls.index only) -----------------------
@@ -185,18 +255,41 @@ class Graph:
         sites: dict[Edge, list[Span]],
         *,
         ordered: bool = False,
+        via: dict[Edge, int] | None = None,
+        missed: tuple[tuple[str, str, Span], ...] = (),
     ) -> None:
         """Swap the edges derived from one file's source for a new set (ordered: each
-        list of spans is already sorted and without repeats, as a snapshot stores them)."""
+        list of spans is already sorted and without repeats, as a snapshot stores them),
+        with how each call edge was found and the file's unresolved call sites."""
         old = frozenset(self._file_edges.pop(relpath, ()))
         new = frozenset(edges)
+        self._file_via.pop(relpath, None)
         if new:
-            self._file_edges[relpath] = tuple(new)
+            stored = self._file_edges[relpath] = tuple(new)
+            self._put_via(relpath, stored, via)
+        self._put_missed(relpath, missed)
         gone = old - new
         self._relink(gone, new - old)
         for edge in gone:
             self._sites.pop(edge, None)
         self._put_sites(sites, ordered)
+
+    def _put_via(
+        self, relpath: str, stored: tuple[Edge, ...], via: dict[Edge, int] | bytes | None
+    ) -> None:
+        if isinstance(via, bytes):  # a snapshot's, in the order of its edges
+            codes = via
+        else:
+            codes = bytes(via.get(e, 0) for e in stored) if via else b""
+        if any(codes):
+            self._file_via[relpath] = codes
+
+    def _put_missed(self, relpath: str, missed: tuple[tuple[str, str, Span], ...]) -> None:
+        self._missed_index = None
+        if missed:
+            self._file_missed[relpath] = missed
+        else:
+            self._file_missed.pop(relpath, None)
 
     def _put_sites(self, sites: dict[Edge, Sequence[Span]], ordered: bool) -> None:
         if ordered:
@@ -207,20 +300,23 @@ class Graph:
 
     def load_edges(
         self,
-        by_file: Iterable[tuple[str, Iterable[Edge], dict[Edge, Sequence[Span]]]],
+        by_file: Iterable[tuple],
         *,
         ordered: bool = False,
     ) -> None:
         """The edges of many files into a graph that has none yet (a build, a warm start):
         each adjacency list is sorted once, not rebuilt once per file that adds to it.
+        Each file: (relpath, edges, sites[, via, missed]) as replace_file_edges takes them.
         ordered: as a snapshot stores them, each file's edges without repeats and its
-        spans sorted."""
+        spans sorted (and via a byte per edge in their order)."""
         out: dict[str, dict[str, list[str]]] = defaultdict(dict)
         inn: dict[str, dict[str, list[str]]] = defaultdict(dict)
-        for relpath, edges, sites in by_file:
+        for relpath, edges, sites, *more in by_file:
             new = tuple(edges) if ordered else tuple(frozenset(edges))
             if new:
                 self._file_edges[relpath] = new
+                self._put_via(relpath, new, more[0] if more else None)
+            self._put_missed(relpath, more[1] if more else ())
             for kind, src, dst in new:
                 ends = out[kind].get(src)
                 if ends is None:

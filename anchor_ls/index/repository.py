@@ -360,7 +360,7 @@ class Index:
                 )
         self.graph = graph
 
-    def _file_edges_and_sites(self) -> Iterator[tuple[str, set[Edge], dict]]:
+    def _file_edges_and_sites(self) -> Iterator[tuple]:
         for rel, summary in self.binder.summaries.items():
             self._note_binder_errors(rel)
             yield rel, *factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
@@ -751,10 +751,10 @@ class Index:
         self._note_binder_errors(rel)
         summary = self.binder.summaries[rel]
         facts = self._facts[rel]
-        edges, sites = factlib.edges(summary, facts, self._ids, self._calls_of)
+        edges, sites, via, missed = factlib.edges(summary, facts, self._ids, self._calls_of)
         with self.graph.lock:
             old = self.graph.file_edges(rel)
-            self.graph.replace_file_edges(rel, edges, sites)
+            self.graph.replace_file_edges(rel, edges, sites, via=via, missed=missed)
             self.graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
         moved = old ^ edges
         return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}
@@ -832,7 +832,11 @@ class Index:
                 sites = {tuple(e): made[e] for e in edges if e in made}
                 entities = [astuple_entity(e) for e in graph.file_entities(rel)]
                 bases = graph.file_bases(rel)
-                yield _GRAPH + rel, _dump((entities, [tuple(e) for e in edges], sites, bases))
+                codes = graph.file_via_map(rel)
+                via = bytes(codes.get(e, 0) for e in edges)
+                missed = graph.file_missed(rel)
+                part = (entities, [tuple(e) for e in edges], sites, bases, via, missed)
+                yield _GRAPH + rel, _dump(part)
             for rel, facts in sorted(self._facts.items()):
                 yield _FACTS + rel, _dump(facts)
             for rel, per_scope in sorted(self.binder.passed_by_scope().items()):
@@ -851,13 +855,13 @@ class Index:
         # constructor; sites stay keyed by plain tuples, equal to their edges
         make = tuple.__new__
         with graph.lock:
-            for rel, (entities, _edges, _sites, bases) in files.items():
+            for rel, (entities, _edges, _sites, bases, _via, _missed) in files.items():
                 graph.replace_file_entities(rel, [Entity(*e) for e in entities])
                 graph.replace_file_bases(rel, bases)
             graph.load_edges(
                 (
-                    (rel, [make(Edge, e) for e in edges], sites)
-                    for rel, (_entities, edges, sites, _bases) in files.items()
+                    (rel, [make(Edge, e) for e in edges], sites, via, missed)
+                    for rel, (_entities, edges, sites, _bases, via, missed) in files.items()
                 ),
                 ordered=True,
             )

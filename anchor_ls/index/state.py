@@ -33,8 +33,13 @@ class FileFacts:
     sites: dict[tuple[int, Value], Sequence] = field(default_factory=lambda: defaultdict(list))
     bases: dict[int, list[Value]] = field(default_factory=dict)
     imports: set[str] = field(default_factory=set)
+    # (scope idx, target) -> how its strongest site found it: a code of anchor_ls.index.via
+    # (keyed by the very tuples that key sites: one more slot, no more keys)
+    via: dict[tuple[int, Value], int] = field(default_factory=dict)
     # scope idx -> [resolved, external, unresolved] call sites
     counts: dict[int, Sequence[int]] = field(default_factory=dict)
+    # scope idx -> its unresolved call sites: (the name called, or '', span)
+    missed: dict[int, Sequence[tuple[str, Span]]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # internal errors, reported as problems
     # (scope idx, function or class value) -> where the scope uses it as a value
     refs: dict[tuple[int, Value], Sequence[Span]] = field(default_factory=lambda: defaultdict(list))
@@ -46,7 +51,7 @@ class FileFacts:
     def freeze(self) -> None:
         """A resolution is done adding: tuples hold the same in half the memory (a scope
         resolved again has its entries dropped first, then new ones grown)."""
-        for table in (self.calls, self.sites, self.refs, self.dense, self.counts):
+        for table in (self.calls, self.sites, self.refs, self.dense, self.counts, self.missed):
             for key, value in table.items():
                 if type(value) is not tuple:
                     table[key] = tuple(value)
@@ -67,18 +72,19 @@ class FileFacts:
         """Drop everything found for those scopes (to be resolved again, or gone)."""
         for key in [k for k in self.calls if k[0] in scopes]:
             del self.calls[key]
-        for table in (self.sites, self.refs, self.dense):
+        for table in (self.sites, self.via, self.refs, self.dense):
             for key in [k for k in table if k[0] in scopes]:
                 del table[key]
         for idx in scopes:
             self.counts.pop(idx, None)
+            self.missed.pop(idx, None)
             self.bases.pop(idx, None)
 
     def replace_scopes(self, scopes: set[int], other: FileFacts) -> None:
         """Take what other (a resolution of those scopes alone) found for them in place of
         what this held for them (scopes past the file's last are gone)."""
         self.forget_scopes(scopes)
-        for table in ("calls", "sites", "bases", "refs", "dense", "counts"):
+        for table in ("calls", "sites", "via", "bases", "refs", "dense", "counts", "missed"):
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
 
@@ -87,13 +93,15 @@ class FileFacts:
         for table in (self.sites, self.refs, self.dense):
             for key, spans in table.items():
                 table[key] = [moved(span) for span in spans]
+        for idx, missed in self.missed.items():
+            self.missed[idx] = [(name, moved(span)) for name, span in missed]
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """File path's scopes moved (old index -> new): rename the values that name them."""
         for table in (self.calls, self.bases):
             for key, values in table.items():
                 table[key] = type(values)(renumbered(v, path, numbers) for v in values)
-        for table in (self.sites, self.refs):
+        for table in (self.sites, self.via, self.refs):
             renamed = {renumbered(k, path, numbers): spans for k, spans in table.items()}
             table.clear()
             table.update(renamed)
