@@ -48,9 +48,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     print(f"entities: {stats.entities}")
     print(f"edges: {edges}")
     print(f"dense facts: {dense}")
+    share = stats.unresolved / stats.call_sites if stats.call_sites else 0.0
     print(
         f"call sites: {stats.call_sites} ({stats.resolved_binder} resolved, "
-        f"{stats.external} outside the repository, {stats.unresolved} unresolved)"
+        f"{stats.external} outside the repository, {stats.unresolved} unresolved: {share:.1%})"
     )
     print(f"mean call out-degree: {stats.mean_out_degree:.2f}; hubs: {stats.hub_share:.1%}")
     print(f"tag policy (auto): {policy}")
@@ -99,7 +100,9 @@ def _answer(args: argparse.Namespace, tool: str, ask: Callable[[Queries], dict])
 
 
 def cmd_callers(args: argparse.Namespace) -> int:
-    return _answer(args, "callers", lambda q: q.callers(args.target, args.depth, args.limit))
+    return _answer(
+        args, "callers", lambda q: q.callers(args.target, args.depth, args.limit, args.maybe)
+    )
 
 
 def cmd_callees(args: argparse.Namespace) -> int:
@@ -208,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("path", nargs="?", default=".")
         p.add_argument("--depth", type=int, default=1, help="levels to follow (default 1)")
         p.add_argument("--limit", type=int, default=50, help="entries shown (default 50)")
+        if name == "callers":
+            p.add_argument(
+                "--maybe",
+                action="store_true",
+                help="also list the unresolved call sites that call TARGET's name",
+            )
 
     p = query("find", "find definitions by id, qualified name or name", cmd_find)
     p.add_argument("query")

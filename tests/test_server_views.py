@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from anchor_ls.index.via import VIA_KINDS
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_server_support import (
     Editor,
@@ -184,6 +186,8 @@ async def test_call_hierarchy_incoming_with_call_sites(ed: Editor) -> None:
     calls = [c for c in incoming if c.from_.detail != f"{c.from_.data['id']} (reference)"]  # type: ignore[index]
     assert list(incoming[: len(calls)]) == calls
     assert sorted(c.from_.detail for c in calls) == callers_of(CHECKOUT, tests=True)
+    # Each call says how the index found it (anchor_ls.index.via), in its data.
+    assert {c.from_.data["call_via"] for c in calls} <= set(VIA_KINDS)  # type: ignore[index]
     for call in incoming:
         source = ed.text(call.from_.uri.split("/repo/", 1)[1])
         assert call.from_ranges

@@ -31,6 +31,7 @@ def _neighbours(answer: dict[str, Any]) -> list[str]:
         pad = "  " * (level["depth"] - 1)
         for item in level["items"]:
             marks = "" if item["relation"] == "call" else " (reference)"
+            marks += f" [{item['call_via']}]" if "call_via" in item else ""
             marks += " (test)" if item.get("test") else ""
             line = f"{pad}{item['id']}{marks}"
             if item["sites"]:
@@ -41,7 +42,23 @@ def _neighbours(answer: dict[str, Any]) -> list[str]:
             if "via" in item:
                 line += f"\t(via {item['via']})"
             out.append(line)
-    return out + _omitted(answer)
+    out += _omitted(answer)
+    return out + _possible(answer) if "possible" in answer else out
+
+
+def _possible(answer: dict[str, Any]) -> list[str]:
+    """After the callers: none said plainly, and the unresolved sites that may call."""
+    out = [] if answer["levels"] else ["no callers"]
+    possible = answer["possible"]
+    if "maybe" in answer:
+        if answer["maybe"]:
+            out.append(f"possible callers ({possible}): unresolved sites calling this name")
+        for site in answer["maybe"]:
+            out.append(f"  {site['id']}\t{_where(site)}: {site['text']}")
+        out += _omitted(answer, "maybe_omitted", "more possible callers")
+    elif possible:
+        out.append(f"{possible} unresolved call sites call this name (--maybe lists them)")
+    return out
 
 
 def _impact(answer: dict[str, Any]) -> list[str]:

@@ -98,11 +98,27 @@ def tooltip(
         items = related(graph, policy, name, entity.id)
         if not items:
             continue
-        listed = "\n".join(f"- `{item}`" for item in items[:TOOLTIP_ITEMS])
+        listed = "\n".join(
+            f"- `{item}`{_via_note(graph, name, entity.id, item)}" for item in items[:TOOLTIP_ITEMS]
+        )
         rest = len(items) - min(len(items), TOOLTIP_ITEMS)
         tail = f"\n- … and {rest} more" if rest else ""
         parts.append(f"**{name}** ({len(items)})\n{listed}{tail}")
+    missed = graph.unresolved(entity.id)
+    if missed and entity.kind in DEF_KINDS:
+        parts.append(f"**unresolved call sites** ({missed}): calls the index could not follow")
     return {"kind": "markdown", "value": "\n\n".join(parts)}
+
+
+def _via_note(graph: Graph, field: str, entity_id: str, item: str) -> str:
+    """` (via import)`: how the binder found the call a CALLS or CALLED_BY item stands for."""
+    if field == "CALLED_BY":
+        how = graph.via(item, entity_id)
+    elif field == "CALLS":
+        how = graph.via(entity_id, item)
+    else:
+        return ""
+    return f" (via {how})" if how else ""
 
 
 _COMMA = json.dumps({"value": ", "})

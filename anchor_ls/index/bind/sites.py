@@ -52,6 +52,11 @@ _DUNDER_CALLERS = {
 }
 
 
+# What an outside call gives that says nothing of the value: `getattr(obj, name)()`
+# calls who knows what (a call of it is unresolved, not external).
+_UNKNOWN_OUTSIDE = ("builtins.getattr()",)
+
+
 def call_targets(
     db: BinderState, callees: Values, caller: tuple[str, int] | None = None
 ) -> list[tuple[Value, tuple[str, int] | None, bool]]:
@@ -256,7 +261,7 @@ def _resolve_site(
     for fn in in_order(_special_methods(db, callees, site, ctx)):
         targets.append((fn, None, True, IMPLICIT))
     if not targets:
-        if any(v[0] == "x" for v in callees):
+        if any(v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees):
             counts[1] += 1
         else:
             _miss(idx, site, facts, counts)
