@@ -7,11 +7,13 @@ of it; readers take `Graph.lock` (re-entrant) while they look.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from anchor_ls.index.state import unpack_site
 from anchor_ls.index.via import VIA_KINDS, via_name
 
 # Relation kinds, in the order the graph JSON lists them.
@@ -97,8 +99,9 @@ class Graph:
         # relpath -> a via code (anchor_ls.index.via) per edge of _file_edges[relpath], in
         # its order (0 for edges that are not calls): one byte an edge.
         self._file_via: dict[str, bytes] = {}
-        # relpath -> its unresolved call sites: (entity id, name called or '', span)
-        self._file_missed: dict[str, tuple[tuple[str, str, Span], ...]] = {}
+        # relpath -> its unresolved call sites as text (anchor_ls.index.facts.FileEdges),
+        # deflated: read only for the questions about them, a third of the memory
+        self._file_missed: dict[str, bytes] = {}
         self._missed_index: tuple[dict, dict] | None = None  # by name, by entity: on demand
         # relpath -> class id -> its inherits targets in the order its class statement
         # lists them (C3 reads that order), for the classes of that file with two or more.
@@ -156,7 +159,7 @@ class Graph:
             by_name: dict[str, list[tuple[str, Span]]] = defaultdict(list)
             by_src: dict[str, int] = defaultdict(int)
             for rel in sorted(self._file_missed):
-                for src, name, span in self._file_missed[rel]:
+                for src, name, span in self.file_missed(rel):
                     by_src[src] += 1
                     if name:
                         by_name[name].append((src, span))
@@ -169,15 +172,30 @@ class Graph:
         return self._missed()[1].get(entity_id, 0)
 
     def unresolved_total(self) -> int:
-        return sum(len(m) for m in self._file_missed.values())
+        return sum(len(self.file_missed(rel)) for rel in self._file_missed)
 
     def maybe_callers(self, name: str) -> list[tuple[str, Span]]:
         """Unresolved sites that call an attribute or a name `name`: (caller id, span),
         by file and position."""
         return list(self._missed()[0].get(name, ()))
 
-    def file_missed(self, relpath: str) -> tuple[tuple[str, str, Span], ...]:
-        return self._file_missed.get(relpath, ())
+    def file_missed(self, relpath: str) -> list[tuple[str, str, Span]]:
+        """The unresolved call sites of relpath's code: (entity id, name called or '',
+        span), by entity and position."""
+        packed = self._file_missed.get(relpath)
+        text = zlib.decompress(packed).decode() if packed else ""
+        out: list[tuple[str, str, Span]] = []
+        src = relpath
+        for line in text.split("\n") if text else ():
+            if line[:1] == ">":
+                src = f"{relpath}:{line[1:]}" if len(line) > 1 else relpath
+                continue
+            out.append((src, *unpack_site(line)))
+        return out
+
+    def file_missed_packed(self, relpath: str) -> bytes:
+        """file_missed as stored (deflated text), for a snapshot."""
+        return self._file_missed.get(relpath, b"")
 
     def files(self) -> list[str]:
         return sorted(p for p, ents in self._by_file.items() if ents)
@@ -256,7 +274,7 @@ class Graph:
         *,
         ordered: bool = False,
         via: dict[Edge, int] | None = None,
-        missed: tuple[tuple[str, str, Span], ...] = (),
+        missed: str = "",
     ) -> None:
         """Swap the edges derived from one file's source for a new set (ordered: each
         list of spans is already sorted and without repeats, as a snapshot stores them),
@@ -284,10 +302,12 @@ class Graph:
         if any(codes):
             self._file_via[relpath] = codes
 
-    def _put_missed(self, relpath: str, missed: tuple[tuple[str, str, Span], ...]) -> None:
+    def _put_missed(self, relpath: str, missed: str | bytes) -> None:
+        """missed: as FileEdges has it, or as file_missed_packed gave it."""
         self._missed_index = None
         if missed:
-            self._file_missed[relpath] = missed
+            packed = missed if isinstance(missed, bytes) else zlib.compress(missed.encode())
+            self._file_missed[relpath] = packed
         else:
             self._file_missed.pop(relpath, None)
 
@@ -316,7 +336,7 @@ class Graph:
             if new:
                 self._file_edges[relpath] = new
                 self._put_via(relpath, new, more[0] if more else None)
-            self._put_missed(relpath, more[1] if more else ())
+            self._put_missed(relpath, more[1] if more else "")
             for kind, src, dst in new:
                 ends = out[kind].get(src)
                 if ends is None:

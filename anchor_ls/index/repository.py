@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
@@ -363,7 +364,16 @@ class Index:
     def _file_edges_and_sites(self) -> Iterator[tuple]:
         for rel, summary in self.binder.summaries.items():
             self._note_binder_errors(rel)
-            yield rel, *factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
+            yield (
+                rel,
+                *factlib.edges(
+                    summary,
+                    self._facts[rel],
+                    self._ids,
+                    self._calls_of,
+                    partial(self.binder.bodies, rel),
+                ),
+            )
 
     # ----- incremental ----------------------------------------------------
     def update_file(self, relpath: str, text: str | bytes) -> set[str]:
@@ -736,7 +746,7 @@ class Index:
         if facts is None:
             return []
         return [
-            (target, facts.sites.get((idx, target), []))
+            (target, list(facts.call_spans((idx, target))))
             for kind in ("call", "property")
             for target in facts.calls.get((idx, kind), ())
         ]
@@ -751,7 +761,9 @@ class Index:
         self._note_binder_errors(rel)
         summary = self.binder.summaries[rel]
         facts = self._facts[rel]
-        edges, sites, via, missed = factlib.edges(summary, facts, self._ids, self._calls_of)
+        edges, sites, via, missed = factlib.edges(
+            summary, facts, self._ids, self._calls_of, partial(self.binder.bodies, rel)
+        )
         with self.graph.lock:
             old = self.graph.file_edges(rel)
             self.graph.replace_file_edges(rel, edges, sites, via=via, missed=missed)
@@ -834,7 +846,7 @@ class Index:
                 bases = graph.file_bases(rel)
                 codes = graph.file_via_map(rel)
                 via = bytes(codes.get(e, 0) for e in edges)
-                missed = graph.file_missed(rel)
+                missed = graph.file_missed_packed(rel)
                 part = (entities, [tuple(e) for e in edges], sites, bases, via, missed)
                 yield _GRAPH + rel, _dump(part)
             for rel, facts in sorted(self._facts.items()):

@@ -125,7 +125,7 @@ def resolve_file(
             if scope.kind == "class":
                 facts.bases[idx] = [v for v in classes.class_bases(db, (path, idx)) if v[0] == "c"]
             for site in calls:
-                _resolve_site(db, path, idx, site, facts, counts, contrib)
+                _resolve_site(db, path, idx, site, facts, counts, contrib, done)
                 done += 1
             if attr_reads:
                 _resolve_property_reads(db, path, idx, attr_reads, facts)
@@ -133,9 +133,9 @@ def resolve_file(
             if uses:
                 dense.resolve_uses(db, path, idx, uses, facts)
         except RecursionError:  # a chain of values too long to follow: leave it unlinked
-            _give_up(idx, calls[done:], facts, counts)
+            _give_up(calls, done, counts)
         except Exception as err:  # a binder bug must cost one scope, never the index
-            _give_up(idx, calls[done:], facts, counts)
+            _give_up(calls, done, counts)
             facts.errors.append(f"{scope.qualname or '<module>'}: {type(err).__name__}: {err}")
         if contrib:
             per_scope[idx] = flow.plain(contrib)
@@ -207,23 +207,17 @@ def _add_call(facts: FileFacts, idx: int, kind: str, target: Value, span, via: i
         facts.via[key] = via
 
 
-def called_name(func: Expr) -> str:
-    """The name a call site calls (`f()`, `obj.f()`: f), or '' for any other callee."""
-    if func[0] == "n" or func[0] == "a":
-        return func[-1] if func[0] == "a" else func[1]
-    return ""
-
-
-def _miss(idx: int, site: CallSite, facts: FileFacts, counts: list[int]) -> None:
+def _miss(at: int, counts: list[int]) -> None:
+    """The site at this place in its scope's calls is unresolved."""
     counts[2] += 1
-    facts.missed.setdefault(idx, []).append((called_name(site.func), site.span))
+    counts.append(at)
 
 
-def _give_up(idx: int, left: Sequence[CallSite], facts: FileFacts, counts: list[int]) -> None:
+def _give_up(calls: Sequence[CallSite], done: int, counts: list[int]) -> None:
     """Resolution of a scope failed: its sites not yet resolved are unresolved."""
-    for site in left:
-        if site.kind not in PROTOCOLS and site.kind != "raise":
-            _miss(idx, site, facts, counts)
+    for at in range(done, len(calls)):
+        if calls[at].kind not in PROTOCOLS and calls[at].kind != "raise":
+            _miss(at, counts)
 
 
 def _resolve_site(
@@ -234,7 +228,9 @@ def _resolve_site(
     facts: FileFacts,
     counts: list[int],
     contrib: dict,
+    at: int,
 ) -> None:
+    """Resolve the site at this place in scope idx's calls."""
     implicit: list[Value] = []
     ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
     callees = evaluate.eval(db, site.func, ctx)
@@ -264,7 +260,7 @@ def _resolve_site(
         if any(v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees):
             counts[1] += 1
         else:
-            _miss(idx, site, facts, counts)
+            _miss(at, counts)
         return
     counts[0] += 1
     arg_ctx = Ctx(path, idx, site.pos, site.blocks)
