@@ -258,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tests", action="store_true", help="tag test code too (default: only the code under test)"
     )
+    p.add_argument(
+        "--maybe",
+        action="store_true",
+        help="also write MAYBE_CALLED_BY: definitions with unresolved calls of the name",
+    )
     p.add_argument("--force", action="store_true", help="write into a non-empty --out")
     p.add_argument("--include-git", action="store_true", help="copy .git into the snapshot")
     p.set_defaults(func=cmd_tag)
@@ -272,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--require", action="store_true", help="flag definitions without blocks")
     p.add_argument("--cross-file", action="store_true", help="tags were made with --cross-file")
     p.add_argument("--tests", action="store_true", help="tags were made with --tests")
+    p.add_argument("--maybe", action="store_true", help="tags were made with --maybe")
     p.set_defaults(func=cmd_check)
     return parser
 

@@ -94,12 +94,20 @@ class Report:
 
 
 def policy_for(
-    graph: Graph, name: str, max_items: int, *, cross_file: bool = False, tests: bool = False
+    graph: Graph,
+    name: str,
+    max_items: int,
+    *,
+    cross_file: bool = False,
+    tests: bool = False,
+    maybe: bool = False,
 ) -> ResolvedPolicy:
     """resolve_policy with the graph's mean call out-degree (what auto needs)."""
     with graph.lock:
         mean_out, _hubs = graph_figures(graph)
-    return resolve_policy(name, mean_out, max_items, cross_file=cross_file, tests=tests)
+    return resolve_policy(
+        name, mean_out, max_items, cross_file=cross_file, tests=tests, maybe=maybe
+    )
 
 
 def file_blocks(
