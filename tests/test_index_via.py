@@ -90,12 +90,12 @@ def test_callers_with_maybe_lists_the_unresolved_sites_after_the_callers(
     maybe = run("callers", "Base.run", str(repo), "--maybe", "--cache", cache)
     assert maybe.stdout.splitlines()[-2:] == [
         "possible callers (1): unresolved sites calling this name",
-        "  main.py:blind\tmain.py:50: obj.run()",
+        "  main.py:blind\tmain.py:51: obj.run()",
     ]
     answer = json.loads(run("callers", "Base.run", str(repo), "--maybe", "--json").stdout)
     assert answer["possible"] == 1
     assert answer["maybe"] == [
-        {"id": "main.py:blind", "path": "main.py", "line": 50, "text": "obj.run()"}
+        {"id": "main.py:blind", "path": "main.py", "line": 51, "text": "obj.run()"}
     ]
     assert answer["levels"][0]["items"][0]["call_via"] == "attribute"
 

@@ -257,7 +257,9 @@ def _resolve_site(
     for fn in in_order(_special_methods(db, callees, site, ctx)):
         targets.append((fn, None, True, IMPLICIT))
     if not targets:
-        if any(v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees):
+        if any(
+            v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees
+        ) or _known_outside(db, path, idx, site.func, ctx):
             counts[1] += 1
         else:
             _miss(at, counts)
@@ -275,6 +277,49 @@ def _resolve_site(
                 for a in site.args
             ]
         _flow_args(db, receiver, bound, site, arg_values, arg_ctx, contrib)
+
+
+# The tags of displays whose type is a builtin one: a list, tuple, set, dict, a number.
+_BUILTIN_DISPLAYS = frozenset({"l", "d", "k"})
+
+
+def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> bool:
+    """A call the binder has no value for, yet of something outside the repository:
+    a method of a name only ever bound to a display (`out = []; out.append(x)`), a name
+    of a repository module that only a star import of an outside module can define
+    (`os.umask`: `from posix import *`), a parameter whose default is outside
+    (`def f(isinstance=isinstance)`) and that no call site fills."""
+    if func[0] == "a" and func[1][0] == "n":
+        bindings = _bindings(db, path, idx, func[1][1])
+        if bindings and all(b.value[0] in _BUILTIN_DISPLAYS for b in bindings):
+            return True
+    if func[0] == "a":
+        for v in evaluate.eval(db, func[1], Ctx(path, idx, ctx.pos, ctx.blocks)):
+            if v[0] == "m" and v[1] in db.summaries and _stars_outside(db, v[1]):
+                return True
+    elif func[0] == "n":
+        bindings = _bindings(db, path, idx, func[1])
+        if bindings and all(b.value[0] == "P" for b in bindings):
+            return all(_default_outside(db, path, b.value) for b in bindings)
+    return False
+
+
+def _stars_outside(db: BinderState, module: str) -> bool:
+    """module star-imports a module from outside the repository."""
+    for name, level, _pos in db.summaries[module].scopes[0].star_imports:
+        target = db.modules.resolve(name, level, module)
+        if target is None or target not in db.summaries:
+            return True
+    return False
+
+
+def _default_outside(db: BinderState, path: str, param: Expr) -> bool:
+    scope = db.summaries[path].scopes[param[1]]
+    default = scope.params[param[2]].default
+    if default is None or scope.parent < 0:
+        return False
+    values = evaluate.eval(db, default, Ctx(path, scope.parent, None, ()))
+    return bool(values) and all(v[0] == "x" for v in values)
 
 
 def _via(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> int:
