@@ -285,7 +285,8 @@ _BUILTIN_DISPLAYS = frozenset({"l", "d", "k"})
 
 def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> bool:
     """A call the binder has no value for, yet of something outside the repository:
-    a method of a name only ever bound to a display (`out = []; out.append(x)`), a name
+    a method of a name only ever bound to a display (`out = []; out.append(x)`), an
+    attribute of instances of classes with a base from outside (`class Stack(list)`), a name
     of a repository module that only a star import of an outside module can define
     (`os.umask`: `from posix import *`), a parameter whose default is outside
     (`def f(isinstance=isinstance)`) and that no call site fills."""
@@ -294,14 +295,25 @@ def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -
         if bindings and all(b.value[0] in _BUILTIN_DISPLAYS for b in bindings):
             return True
     if func[0] == "a":
-        for v in evaluate.eval(db, func[1], Ctx(path, idx, ctx.pos, ctx.blocks)):
+        receiver = evaluate.eval(db, func[1], Ctx(path, idx, ctx.pos, ctx.blocks))
+        for v in in_order(receiver):
             if v[0] == "m" and v[1] in db.summaries and _stars_outside(db, v[1]):
                 return True
+        if receiver and all(
+            v[0] in ("i", "I") and _based_outside(db, (v[1], v[2])) for v in receiver
+        ):
+            return True
     elif func[0] == "n":
         bindings = _bindings(db, path, idx, func[1])
         if bindings and all(b.value[0] == "P" for b in bindings):
             return all(_default_outside(db, path, b.value) for b in bindings)
     return False
+
+
+def _based_outside(db: BinderState, cls: tuple[str, int]) -> bool:
+    """A class of the repository with a base from outside it (`class Stack(list)`,
+    `socket.socket(_socket.socket)`): what its own code lacks, that base may define."""
+    return any(any(v[0] == "x" for v in classes.class_bases(db, c)) for c in classes.mro(db, cls))
 
 
 def _stars_outside(db: BinderState, module: str) -> bool:
