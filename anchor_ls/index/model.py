@@ -102,7 +102,7 @@ class Graph:
         # relpath -> its unresolved call sites as text (anchor_ls.index.facts.FileEdges),
         # deflated: read only for the questions about them, a third of the memory
         self._file_missed: dict[str, bytes] = {}
-        self._missed_index: tuple[dict, dict] | None = None  # by name, by entity: on demand
+        self._missed_index: dict[str, tuple[str, ...]] | None = None  # _names_missed
         # relpath -> class id -> its inherits targets in the order its class statement
         # lists them (C3 reads that order), for the classes of that file with two or more.
         self._base_order: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -152,32 +152,45 @@ class Graph:
             return {}
         return {e: c for e, c in zip(self._file_edges[relpath], codes, strict=True) if c}
 
-    def _missed(self) -> tuple[dict[str, list], dict[str, int]]:
-        """Unresolved sites by the name they call ((src, span) each), and their count
-        by entity; built when first asked, dropped by any change."""
+    def _names_missed(self) -> dict[str, tuple[str, ...]]:
+        """name -> the files with unresolved sites calling it; built when first asked,
+        dropped by any change (the sites themselves stay deflated: Django's as tuples
+        would hold 12 MB)."""
         if self._missed_index is None:
-            by_name: dict[str, list[tuple[str, Span]]] = defaultdict(list)
-            by_src: dict[str, int] = defaultdict(int)
+            files: dict[str, list[str]] = defaultdict(list)
             for rel in sorted(self._file_missed):
-                for src, name, span in self.file_missed(rel):
-                    by_src[src] += 1
-                    if name:
-                        by_name[name].append((src, span))
-            self._missed_index = (dict(by_name), dict(by_src))
+                for name in {name for _src, name, _span in self.file_missed(rel) if name}:
+                    files[name].append(rel)
+            self._missed_index = {name: tuple(found) for name, found in files.items()}
         return self._missed_index
+
+    def _unresolved_by_entity(self, relpath: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for src, _name, _span in self.file_missed(relpath):
+            counts[src] = counts.get(src, 0) + 1
+        return counts
 
     def unresolved(self, entity_id: str) -> int:
         """How many call sites of entity_id's own code the binder could resolve neither to
         the repository nor to anything known outside it."""
-        return self._missed()[1].get(entity_id, 0)
+        return self._unresolved_by_entity(path_of(entity_id)).get(entity_id, 0)
 
     def unresolved_total(self) -> int:
         return sum(len(self.file_missed(rel)) for rel in self._file_missed)
 
+    def has_maybe_callers(self, name: str) -> bool:
+        """Whether an unresolved site calls an attribute or a name `name` (cheap)."""
+        return name in self._names_missed()
+
     def maybe_callers(self, name: str) -> list[tuple[str, Span]]:
         """Unresolved sites that call an attribute or a name `name`: (caller id, span),
         by file and position."""
-        return list(self._missed()[0].get(name, ()))
+        return [
+            (src, span)
+            for rel in self._names_missed().get(name, ())
+            for src, called, span in self.file_missed(rel)
+            if called == name
+        ]
 
     def file_missed(self, relpath: str) -> list[tuple[str, str, Span]]:
         """The unresolved call sites of relpath's code: (entity id, name called or '',
@@ -236,7 +249,9 @@ class Graph:
         via: dict[Edge, int] = {}
         for rel in self._file_via:
             via.update(self.file_via_map(rel))
-        missed = self._missed()[1]
+        missed: dict[str, int] = {}
+        for rel in self._file_missed:
+            missed.update(self._unresolved_by_entity(rel))
 
         def entity(e: Entity) -> dict:
             out = {"id": e.id, "kind": e.kind, "path": e.path, "line": e.line}

@@ -41,7 +41,9 @@ def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> l
             line = entity.start_line - 1
             at = types.Range(types.Position(line, 0), types.Position(line, 0))
             for field in settings.lens_fields:
-                if related(graph, policy, field, entity.id) or _possible(graph, field, entity):
+                if related(graph, policy, field, entity.id) or (
+                    field == POSSIBLE_FIELD and graph.has_maybe_callers(entity.name)
+                ):
                     lenses.append(
                         types.CodeLens(range=at, data={"uri": uri, "id": entity.id, "field": field})
                     )
