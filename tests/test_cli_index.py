@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.index import CALLS, Index
+from anchor_ls.index.via import VIA_KINDS
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
@@ -55,7 +56,12 @@ def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
         *("references", "env_var", "const_ref", "config_usage", "test_ref"),
     }
     for entity in data["entities"]:
-        assert set(entity) == {"id", "kind", "path", "line", "end_line"}
+        assert {"id", "kind", "path", "line", "end_line"} <= set(entity)
+        assert set(entity) <= {"id", "kind", "path", "line", "end_line", "unresolved"}
+        assert entity.get("unresolved", 1) > 0  # omitted when 0
+    for edge in data["edges"]:
+        assert ("via" in edge) == (edge["kind"] == "calls"), edge
+        assert edge.get("via", "name") in VIA_KINDS
     index = Index(repo, use_cache=False)
     index.build()
     assert data == json.loads(json.dumps(index.graph.to_json()))

@@ -51,6 +51,7 @@ def _policy(args: argparse.Namespace, index: Index) -> ResolvedPolicy:
         args.max_items,
         cross_file=bool(getattr(args, "cross_file", False)),
         tests=bool(getattr(args, "tests", False)),
+        maybe=bool(getattr(args, "maybe", False)),
     )
 
 
