@@ -35,10 +35,9 @@ def corpora() -> dict[str, tuple[Path, tuple[str, ...]]]:
 def report(name: str, root: Path, exclude: tuple[str, ...], cache: Path, samples: int) -> None:
     index = Index(root, cache_dir=cache / name, exclude=exclude)
     stats = index.build()
-    graph = index.graph
-    with graph.lock:
-        kinds = Counter(graph.via(src, dst) or "-" for _k, src, dst in graph.edges(CALLS))
-        missed = [site for rel in graph.files() for site in graph.file_missed(rel)]
+    graph = index.snapshot().graph
+    kinds = Counter(graph.via(src, dst) or "-" for _k, src, dst in graph.edges(CALLS))
+    missed = [site for rel in graph.files() for site in graph.file_missed(rel)]
     total = sum(kinds.values())
     print(f"\n## {name}: {root}")
     print(f"call edges: {total}")
