@@ -105,6 +105,6 @@ def test_no_callers_is_said_with_the_sites_that_could_reach_it(repo: Path) -> No
     done = run("callers", "more.py:handler", str(repo))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "no callers",
+        "no callers of more.py:handler",
         "1 unresolved call sites call this name (--maybe lists them)",
     ]
