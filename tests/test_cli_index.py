@@ -112,8 +112,8 @@ def test_callers_lists_every_call_line_of_a_caller(tmp_path: Path) -> None:
     done = run("callers", "ping", str(root), "--cache", str(tmp_path / "c"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "pkg/m.py:busy\tpkg/m.py:6, 7, 8, 9, 10: ping(0)",
-        "pkg/m.py:once\tpkg/m.py:14: ping(9)",
+        "pkg/m.py:busy [name]\tpkg/m.py:6, 7, 8, 9, 10: ping(0)",
+        "pkg/m.py:once [name]\tpkg/m.py:14: ping(9)",
     ]
 
 
