@@ -89,9 +89,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     print(f"entities: {stats.entities}")
     print(f"edges: {edges}")
     print(f"dense facts: {dense}")
+    share = stats.unresolved / stats.call_sites if stats.call_sites else 0.0
     print(
         f"call sites: {stats.call_sites} ({stats.resolved_binder} resolved, "
-        f"{stats.external} outside the repository, {stats.unresolved} unresolved)"
+        f"{stats.external} outside the repository, {stats.unresolved} unresolved: {share:.1%})"
     )
     print(f"hubs: {stats.hub_share:.1%} of functions and methods")
     print(f"tag policy: {policy}")
@@ -130,7 +131,9 @@ def _answer(args: argparse.Namespace, tool: str, ask: Callable[[Queries], dict])
 
 
 def cmd_callers(args: argparse.Namespace) -> int:
-    return _answer(args, "callers", lambda q: q.callers(args.target, args.depth, args.limit))
+    return _answer(
+        args, "callers", lambda q: q.callers(args.target, args.depth, args.limit, args.maybe)
+    )
 
 
 def cmd_callees(args: argparse.Namespace) -> int:
@@ -288,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
         p.add_argument("--depth", type=int, default=1, help="levels to follow (default 1)")
         p.add_argument("--limit", type=int, default=50, help="entries shown (default 50)")
+        if name == "callers":
+            p.add_argument(
+                "--maybe",
+                action="store_true",
+                help="also list the unresolved call sites that call TARGET's name",
+            )
 
     p = query("find", "find definitions by id, qualified name or name", cmd_find)
     p.add_argument("query", help="an id, a qualified name, a name or a part of one")
@@ -342,6 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tests", action="store_true", help="tag test code too (default: only the code under test)"
     )
+    p.add_argument(
+        "--maybe",
+        action="store_true",
+        help="also write MAYBE_CALLED_BY: definitions with unresolved calls of the name",
+    )
     p.add_argument("--force", action="store_true", help="write into a non-empty --out")
     p.add_argument("--include-git", action="store_true", help="copy .git into the snapshot")
     quiet(p)
@@ -361,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--require", action="store_true", help="flag definitions without blocks")
     p.add_argument("--cross-file", action="store_true", help="tags were made with --cross-file")
     p.add_argument("--tests", action="store_true", help="tags were made with --tests")
+    p.add_argument("--maybe", action="store_true", help="tags were made with --maybe")
     quiet(p)
     p.set_defaults(func=cmd_check)
 

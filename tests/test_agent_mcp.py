@@ -106,7 +106,7 @@ async def test_the_server_lists_every_tool_with_its_parameters(shop: Path, tmp_p
         params = {tool.name: set(tool.input_schema["properties"]) for tool in listed}
         assert params == {
             "find_symbol": {"query", "kind", "limit"},
-            "callers": {"symbol", "depth", "limit"},
+            "callers": {"symbol", "depth", "limit", "maybe"},
             "callees": {"symbol", "depth", "limit"},
             "impact": {"symbol", "depth", "limit"},
             "hierarchy": {"symbol"},
@@ -537,11 +537,12 @@ def test_the_cli_prints_readable_text_by_default(shop: Path) -> None:
     done = cli(shop, "callers", "Charge", "--depth", "2")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        f"{H}:CardHandler.handle\t{H}:20: charge = Charge(amount)",
-        f"{H}:RefundHandler.handle\t{H}:26: charge = refund(Charge(amount))",
-        f"{P}:refund\t{P}:16: return Charge(-charge.amount, charge.currency)",
-        f"{TOTAL_TEST} (test)\t{T}:14: assert Charge(1).total() == 31",
-        f"  {H}:dispatch\t{H}:32: return handler.handle(amount)\t(via {H}:CardHandler.handle)",
+        f"{H}:CardHandler.handle [constructor]\t{H}:20: charge = Charge(amount)",
+        f"{H}:RefundHandler.handle [constructor]\t{H}:26: charge = refund(Charge(amount))",
+        f"{P}:refund [constructor]\t{P}:16: return Charge(-charge.amount, charge.currency)",
+        f"{TOTAL_TEST} [constructor] (test)\t{T}:14: assert Charge(1).total() == 31",
+        f"  {H}:dispatch [attribute]\t{H}:32: return handler.handle(amount)"
+        f"\t(via {H}:CardHandler.handle)",
     ]
     impact = cli(shop, "impact", "shop/store.py")
     assert impact.stdout.splitlines()[:2] == [

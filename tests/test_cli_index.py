@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.index import CALLS, Index
+from anchor_ls.index.via import VIA_KINDS
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
@@ -55,7 +56,12 @@ def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
         *("references", "env_var", "const_ref", "config_usage", "test_ref"),
     }
     for entity in data["entities"]:
-        assert set(entity) == {"id", "kind", "path", "line", "end_line"}
+        assert {"id", "kind", "path", "line", "end_line"} <= set(entity)
+        assert set(entity) <= {"id", "kind", "path", "line", "end_line", "unresolved"}
+        assert entity.get("unresolved", 1) > 0  # omitted when 0
+    for edge in data["edges"]:
+        assert ("via" in edge) == (edge["kind"] == "calls"), edge
+        assert edge.get("via", "name") in VIA_KINDS
     index = Index(repo, use_cache=False)
     index.build()
     assert data == json.loads(json.dumps(index.graph.to_json()))
@@ -106,8 +112,8 @@ def test_callers_lists_every_call_line_of_a_caller(tmp_path: Path) -> None:
     done = run("callers", "ping", str(root), "--cache", str(tmp_path / "c"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "pkg/m.py:busy\tpkg/m.py:6, 7, 8, 9, 10: ping(0)",
-        "pkg/m.py:once\tpkg/m.py:14: ping(9)",
+        "pkg/m.py:busy [name]\tpkg/m.py:6, 7, 8, 9, 10: ping(0)",
+        "pkg/m.py:once [name]\tpkg/m.py:14: ping(9)",
     ]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "anchor_ls"
 
+
 # Cycles another branch is removing (issue #22: binder.py <-> dense.py); emptied at merge.
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts

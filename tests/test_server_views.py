@@ -26,6 +26,8 @@ from support.lsp import (
     text_at,
 )
 
+from anchor_ls.index.via import VIA_KINDS
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CHECKOUT = "pkg/service.py:checkout"
@@ -182,6 +184,8 @@ async def test_call_hierarchy_incoming_with_call_sites(ed: Editor) -> None:
     calls = [c for c in incoming if c.from_.detail != f"{c.from_.data['id']} (reference)"]  # type: ignore[index]
     assert list(incoming[: len(calls)]) == calls
     assert sorted(c.from_.detail for c in calls) == callers_of(CHECKOUT, tests=True)
+    # Each call says how the index found it (anchor_ls.index.via), in its data.
+    assert {c.from_.data["call_via"] for c in calls} <= set(VIA_KINDS)  # type: ignore[index]
     for call in incoming:
         source = ed.text(call.from_.uri.split("/repo/", 1)[1])
         assert call.from_ranges

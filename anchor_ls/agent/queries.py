@@ -311,9 +311,32 @@ class Queries:
         return out
 
     # ----- callers and callees ------------------------------------------------
-    def callers(self, symbol: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
-        """Who calls `symbol` (or uses it as a value: relation "reference"), level by level."""
-        return self._neighbours(symbol, depth, limit, incoming=True)
+    def callers(
+        self, symbol: str, depth: int = 1, limit: int = 50, maybe: bool = False
+    ) -> dict[str, Any]:
+        """Who calls `symbol` (or uses it as a value: relation "reference"), level by level;
+        `possible`: how many unresolved call sites call a name like symbol's, and with
+        maybe those sites themselves (after the real callers), as `maybe`."""
+        answer = self._neighbours(symbol, depth, limit, incoming=True)
+        with self._pinned(self.graph):
+            sites = self._maybe_sites(self.resolve(symbol))
+            answer["possible"] = len(sites)
+            if maybe:
+                answer["maybe"] = [
+                    {"id": src, "path": path_of(src), "line": span[0] + 1}
+                    | {"text": self.source_line(path_of(src), span[0] + 1)}
+                    for src, span in sites[:limit]
+                ]
+                if len(sites) > limit:
+                    answer["maybe_omitted"] = len(sites) - limit
+        return answer
+
+    def _maybe_sites(self, ent: Entity) -> list[tuple[str, tuple[int, int, int, int]]]:
+        """The unresolved call sites that call a name or attribute ent's name: who may
+        call it through a value the binder could not follow."""
+        if ent.kind not in ("function", "method", "class"):
+            return []
+        return self.graph.maybe_callers(ent.name)
 
     def callees(self, symbol: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
         """What `symbol` calls (or uses as a value), level by level."""
@@ -365,6 +388,8 @@ class Queries:
                 if level > 1:
                     item["via"] = via
                 src, dst = (ident, via) if incoming else (via, ident)
+                if kind == CALLS and (how := graph.via(src, dst)):
+                    item["call_via"] = how  # how the binder found the call (index.via)
                 item.update(self._sites(kind, src, dst))
                 levels.setdefault(level, []).append(item)
         return {

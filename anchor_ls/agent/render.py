@@ -32,6 +32,7 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
         pad = "  " * (level["depth"] - 1)
         for item in level["items"]:
             marks = "" if item["relation"] == "call" else " (reference)"
+            marks += f" [{item['call_via']}]" if "call_via" in item else ""
             marks += " (test)" if item.get("test") else ""
             marks += " (demo)" if item.get("demo") else ""
             line = f"{pad}{item['id']}{marks}"
@@ -45,7 +46,8 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
     if not out:
         out.append(f"no {noun} of {answer['symbol']}")
     # a cut list says how many there are, by role; a whole one lists each, marked
-    return out + [f"{line} {_counts(answer, noun)}" for line in _omitted(answer)]
+    out += [f"{line} {_counts(answer, noun)}" for line in _omitted(answer)]
+    return out + _possible(answer) if "possible" in answer else out
 
 
 def _counts(answer: dict[str, Any], noun: str) -> str:
@@ -54,6 +56,21 @@ def _counts(answer: dict[str, Any], noun: str) -> str:
     line = f"{answer['total'] - tests} {noun}"
     line += f" · {tests} test{'s' if tests != 1 else ''}" if tests else ""
     return line + (f" ({demo} of them demo code)" if demo else "")
+
+
+def _possible(answer: dict[str, Any]) -> list[str]:
+    """After the callers: the unresolved sites that may call."""
+    out: list[str] = []
+    possible = answer["possible"]
+    if "maybe" in answer:
+        if answer["maybe"]:
+            out.append(f"possible callers ({possible}): unresolved sites calling this name")
+        for site in answer["maybe"]:
+            out.append(f"  {site['id']}\t{_where(site)}: {site['text']}")
+        out += _omitted(answer, "maybe_omitted", "more possible callers")
+    elif possible:
+        out.append(f"{possible} unresolved call sites call this name (--maybe lists them)")
+    return out
 
 
 def _impact(answer: dict[str, Any]) -> list[str]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from anchor_ls.index.model import (
     CALLS,
@@ -17,9 +18,9 @@ from anchor_ls.index.model import (
     Entity,
     Span,
 )
-from anchor_ls.index.state import FileFacts, Value
+from anchor_ls.index.state import FileFacts, Value, pack_sites
 from anchor_ls.index.testcode import is_test_name, is_test_path
-from anchor_ls.syntax.summary import FileSummary
+from anchor_ls.syntax.summary import Body, Expr, FileSummary
 
 # (path, scope idx) -> what that scope calls, with the call spans: for tests through helpers
 CallsOf = Callable[[str, int], Iterable[tuple[Value, list[Span]]]]
@@ -74,10 +75,26 @@ def value_id(value: Value, binder_scopes: dict[str, list[str]]) -> str | None:
     return None
 
 
+class FileEdges(NamedTuple):
+    """What one file's facts give the graph."""
+
+    edges: set[Edge]
+    sites: dict[Edge, list[Span]]  # the spans that make each edge
+    via: dict[Edge, int]  # call edge -> its strongest via code (anchor_ls.index.via)
+    # unresolved sites as text: a line `>qualname` ('' for the module), then its sites
+    # as state.pack_sites writes them, a line each
+    missed: str
+
+
 def edges(
-    summary: FileSummary, facts: FileFacts, ids_of: dict[str, list[str]], calls_of: CallsOf
-) -> tuple[set[Edge], dict[Edge, list[Span]]]:
-    """The edges whose source is an entity of this file, with the spans that make them."""
+    summary: FileSummary,
+    facts: FileFacts,
+    ids_of: dict[str, list[str]],
+    calls_of: CallsOf,
+    bodies: Callable[[], Sequence[Body]],
+) -> FileEdges:
+    """The edges whose source is an entity of this file, with the spans that make them
+    (bodies: the file's scope bodies, read only when it has unresolved sites)."""
     path = summary.path
     ids = ids_of[path]
     out: set[Edge] = set()
@@ -98,11 +115,16 @@ def edges(
         out.add(edge)
         sites.setdefault(edge, []).extend(spans)
 
+    via: dict[Edge, int] = {}
     for (idx, _kind), targets in facts.calls.items():
         for target in targets:
             dst = value_id(target, ids_of)
             if dst is not None:
-                add(Edge(CALLS, ids[idx], dst), facts.sites.get((idx, target), ()))
+                edge = Edge(CALLS, ids[idx], dst)
+                add(edge, facts.call_spans((idx, target)))
+                how = facts.call_via((idx, target))
+                if how and (edge not in via or how < via[edge]):
+                    via[edge] = how
     for (idx, target), spans in facts.refs.items():
         dst = value_id(target, ids_of)
         if dst is not None and dst != ids[idx]:
@@ -116,7 +138,22 @@ def edges(
             if scope.kind == "function" and is_test_name(scope.name):
                 for dst, spans in _exercised(path, idx, calls_of, ids_of):
                     add(Edge(TEST_REF, ids[idx], dst), spans)
-    return out, sites
+    by_entity: dict[str, list] = {}
+    read: Sequence[Body] | None = None
+    for idx in sorted(facts.counts):
+        at = facts.missed_at(idx)
+        if not at:
+            continue
+        read = read or bodies()
+        calls = read[idx][0]
+        found = by_entity.setdefault(summary.scopes[idx].qualname, [])
+        found += [(called_name(calls[n].func), calls[n].span) for n in at]
+    missed = "\n".join(
+        f">{qualname}\n{pack_sites(sorted(found, key=lambda m: m[1]))}"
+        for qualname, found in by_entity.items()
+        if found
+    )
+    return FileEdges(out, sites, via, missed)
 
 
 def base_order(
@@ -162,3 +199,10 @@ def _exercised(
 def _name(ids_of: dict[str, list[str]], value: Value) -> str:
     ids = ids_of.get(value[1])
     return ids[value[2]].rpartition(".")[2].rpartition(":")[2] if ids else ""
+
+
+def called_name(func: Expr) -> str:
+    """The name a call site calls (`f()`, `obj.f()`: f), or '' for any other callee."""
+    if func[0] == "n":
+        return func[1]
+    return func[2] if func[0] == "a" else ""

@@ -8,10 +8,14 @@ changes it, so a reader never waits for a change nor sees half of one.
 
 from __future__ import annotations
 
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from anchor_ls.index.state import unpack_site
+from anchor_ls.index.via import VIA_KINDS, via_name
 
 # Relation kinds, in the order the graph JSON lists them.
 CALLS = "calls"
@@ -92,7 +96,7 @@ class _Part:
     edges its source gives. Targets that are no definition (`env:HOME`) have a part of
     their prefix (`env`) holding only edges into them."""
 
-    __slots__ = ("bases", "edges", "entities", "inn", "out", "sites")
+    __slots__ = ("bases", "edges", "entities", "inn", "missed", "out", "sites", "via")
 
     def __init__(self) -> None:
         self.entities: dict[str, Entity] = {}
@@ -108,6 +112,12 @@ class _Part:
         # class id -> its inherits targets in the order its class statement lists them (C3
         # reads that order), for the classes of this file with two or more.
         self.bases: dict[str, tuple[str, ...]] = {}
+        # a via code (anchor_ls.index.via) per edge of `edges`, in its order (0 for edges
+        # that are not calls; empty when none is): one byte an edge
+        self.via: bytes = b""
+        # the unresolved call sites of this file's code as text (facts.FileEdges), deflated:
+        # read only for the questions about them, a third of the memory
+        self.missed: bytes = b""
 
     def copy(self) -> _Part:
         new = _Part()
@@ -117,6 +127,8 @@ class _Part:
         new.sites = dict(self.sites)
         new.edges = self.edges
         new.bases = self.bases
+        new.via = self.via
+        new.missed = self.missed
         return new
 
 
@@ -173,6 +185,9 @@ class Graph:
         # every other part is shared with a frozen copy and copied before a change
         self._owned: set[str] | None = set()
         self.entities: Mapping[str, Entity] = _Entities(self._parts)
+        # name -> the files with unresolved sites calling it (_names_missed), built when
+        # first asked; a change of this graph drops it
+        self._missed_index: dict[str, tuple[str, ...]] | None = None
 
     def frozen(self) -> Graph:
         """A copy that never changes, for readers; the cost of a dict per graph, not of
@@ -244,6 +259,84 @@ class Graph:
         part = self._parts.get(path_of(src))
         return list(part.sites.get(Edge(kind, src, dst), ())) if part is not None else []
 
+    def via(self, src: str, dst: str) -> str | None:
+        """How the binder found the call edge src -> dst (anchor_ls.index.via), or None."""
+        part = self._parts.get(path_of(src))
+        if part is None or not part.via:
+            return None
+        try:
+            at = part.edges.index(Edge(CALLS, src, dst))
+        except ValueError:
+            return None
+        return via_name(part.via[at])
+
+    def file_via_map(self, relpath: str) -> dict[Edge, int]:
+        """The via code of each call edge from relpath's file."""
+        part = self._parts.get(relpath)
+        if part is None or not part.via:
+            return {}
+        return {e: c for e, c in zip(part.edges, part.via, strict=True) if c}
+
+    def _names_missed(self) -> dict[str, tuple[str, ...]]:
+        """name -> the files with unresolved sites calling it; built when first asked,
+        dropped by any change (the sites themselves stay deflated: Django's as tuples
+        would hold 12 MB)."""
+        if self._missed_index is None:
+            files: dict[str, list[str]] = defaultdict(list)
+            for rel in sorted(r for r, part in self._parts.items() if part.missed):
+                for name in {name for _src, name, _span in self.file_missed(rel) if name}:
+                    files[name].append(rel)
+            self._missed_index = {name: tuple(found) for name, found in files.items()}
+        return self._missed_index
+
+    def _unresolved_by_entity(self, relpath: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for src, _name, _span in self.file_missed(relpath):
+            counts[src] = counts.get(src, 0) + 1
+        return counts
+
+    def unresolved(self, entity_id: str) -> int:
+        """How many call sites of entity_id's own code the binder could resolve neither to
+        the repository nor to anything known outside it."""
+        return self._unresolved_by_entity(path_of(entity_id)).get(entity_id, 0)
+
+    def unresolved_total(self) -> int:
+        return sum(len(self.file_missed(rel)) for rel, part in self._parts.items() if part.missed)
+
+    def has_maybe_callers(self, name: str) -> bool:
+        """Whether an unresolved site calls an attribute or a name `name` (cheap)."""
+        return name in self._names_missed()
+
+    def maybe_callers(self, name: str) -> list[tuple[str, Span]]:
+        """Unresolved sites that call an attribute or a name `name`: (caller id, span),
+        by file and position."""
+        return [
+            (src, span)
+            for rel in self._names_missed().get(name, ())
+            for src, called, span in self.file_missed(rel)
+            if called == name
+        ]
+
+    def file_missed(self, relpath: str) -> list[tuple[str, str, Span]]:
+        """The unresolved call sites of relpath's code: (entity id, name called or '',
+        span), by entity and position."""
+        part = self._parts.get(relpath)
+        packed = part.missed if part is not None else b""
+        text = zlib.decompress(packed).decode() if packed else ""
+        out: list[tuple[str, str, Span]] = []
+        src = relpath
+        for line in text.split("\n") if text else ():
+            if line[:1] == ">":
+                src = f"{relpath}:{line[1:]}" if len(line) > 1 else relpath
+                continue
+            out.append((src, *unpack_site(line)))
+        return out
+
+    def file_missed_packed(self, relpath: str) -> bytes:
+        """file_missed as stored (deflated text), for a snapshot."""
+        part = self._parts.get(relpath)
+        return part.missed if part is not None else b""
+
     def files(self) -> list[str]:
         return sorted(p for p, part in self._parts.items() if part.entities)
 
@@ -291,13 +384,31 @@ class Graph:
 
     def to_json(self) -> dict:
         """The stable graph export of DESIGN.md, sorted for byte-identical output."""
+        via: dict[Edge, int] = {}
+        missed: dict[str, int] = {}
+        for rel, part in self._parts.items():
+            if part.via:
+                via.update(self.file_via_map(rel))
+            if part.missed:
+                missed.update(self._unresolved_by_entity(rel))
+
+        def entity(e: Entity) -> dict:
+            out = {"id": e.id, "kind": e.kind, "path": e.path, "line": e.line}
+            out["end_line"] = e.end_line
+            if e.id in missed:
+                out["unresolved"] = missed[e.id]
+            return out
+
+        def edge(e: Edge) -> dict:
+            out = {"kind": e.kind, "src": e.src, "dst": e.dst}
+            if e in via:
+                out["via"] = VIA_KINDS[via[e] - 1]
+            return out
+
         return {
             "root": self.root,
-            "entities": [
-                {"id": e.id, "kind": e.kind, "path": e.path, "line": e.line, "end_line": e.end_line}
-                for e in sorted(self.entities.values(), key=lambda e: e.id)
-            ],
-            "edges": [{"kind": e.kind, "src": e.src, "dst": e.dst} for e in sorted(self.edges())],
+            "entities": [entity(e) for e in sorted(self.entities.values(), key=lambda e: e.id)],
+            "edges": [edge(e) for e in sorted(self.edges())],
         }
 
     # ----- mutation (used by anchor_ls.index only) -----------------------
@@ -314,13 +425,20 @@ class Graph:
         sites: dict[Edge, list[Span]],
         *,
         ordered: bool = False,
+        via: dict[Edge, int] | None = None,
+        missed: str = "",
     ) -> None:
         """Swap the edges derived from one file's source for a new set (ordered: each
-        list of spans is already sorted and without repeats, as a snapshot stores them)."""
+        list of spans is already sorted and without repeats, as a snapshot stores them),
+        with how each call edge was found and the file's unresolved call sites."""
         part = self._part(relpath)
         old = frozenset(part.edges)
         new = frozenset(edges)
         part.edges = tuple(new)
+        part.via = b""
+        if new:
+            self._put_via(part, part.edges, via)
+        self._put_missed(part, missed)
         gone = old - new
         self._relink(gone, new - old)
         for edge in gone:
@@ -328,26 +446,49 @@ class Graph:
                 self._part(path_of(edge.src)).sites.pop(edge, None)
         self._put_sites(sites, ordered)
 
+    @staticmethod
+    def _put_via(
+        part: _Part, stored: tuple[Edge, ...], via: dict[Edge, int] | bytes | None
+    ) -> None:
+        if isinstance(via, bytes):  # a snapshot's, in the order of its edges
+            codes = via
+        else:
+            codes = bytes(via.get(e, 0) for e in stored) if via else b""
+        part.via = codes if any(codes) else b""
+
+    def _put_missed(self, part: _Part, missed: str | bytes) -> None:
+        """missed: as FileEdges has it, or as file_missed_packed gave it."""
+        self._missed_index = None
+        if missed:
+            part.missed = missed if isinstance(missed, bytes) else zlib.compress(missed.encode())
+        else:
+            part.missed = b""
+
     def _put_sites(self, sites: dict[Edge, Sequence[Span]], ordered: bool) -> None:
         for key, spans in sites.items():
             self._part(path_of(key[1])).sites[key] = spans if ordered else tuple(sorted(set(spans)))
 
     def load_edges(
         self,
-        by_file: Iterable[tuple[str, Iterable[Edge], dict[Edge, Sequence[Span]]]],
+        by_file: Iterable[tuple],
         *,
         ordered: bool = False,
     ) -> None:
         """The edges of many files into a graph that has none yet (a build, a warm start):
         each adjacency list is sorted once, not rebuilt once per file that adds to it.
+        Each file: (relpath, edges, sites[, via, missed]) as replace_file_edges takes them.
         ordered: as a snapshot stores them, each file's edges without repeats and its
-        spans sorted."""
+        spans sorted (and via a byte per edge in their order)."""
         out: dict[str, dict[str, list[str]]] = defaultdict(dict)
         inn: dict[str, dict[str, list[str]]] = defaultdict(dict)
-        for relpath, edges, sites in by_file:
+        for relpath, edges, sites, *more in by_file:
             new = tuple(edges) if ordered else tuple(frozenset(edges))
             if new:
-                self._part(relpath).edges = new
+                part = self._part(relpath)
+                part.edges = new
+                self._put_via(part, new, more[0] if more else None)
+            if more and more[1]:
+                self._put_missed(self._part(relpath), more[1])
             for kind, src, dst in new:
                 ends = out[kind].get(src)
                 if ends is None:

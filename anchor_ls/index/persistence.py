@@ -64,7 +64,11 @@ def cache_rows(
         sites = {tuple(e): made[e] for e in edges if e in made}
         entities = [astuple_entity(e) for e in graph.file_entities(rel)]
         bases = graph.file_bases(rel)
-        yield GRAPH + rel, dump((entities, [tuple(e) for e in edges], sites, bases))
+        codes = graph.file_via_map(rel)
+        via = bytes(codes.get(e, 0) for e in edges)
+        missed = graph.file_missed_packed(rel)
+        part = (entities, [tuple(e) for e in edges], sites, bases, via, missed)
+        yield GRAPH + rel, dump(part)
     for rel, file_facts in sorted(facts.items()):
         yield FACTS + rel, dump(file_facts)
     for rel, per_scope in sorted(passed().items()):
@@ -81,13 +85,13 @@ def restore_graph(root: str, paths: list[str], parts: Mapping[str, memoryview]) 
     # tuple.__new__ makes the hundreds of thousands of edges at half the cost of their
     # constructor; sites stay keyed by plain tuples, equal to their edges
     make = tuple.__new__
-    for rel, (entities, _edges, _sites, bases) in files.items():
+    for rel, (entities, _edges, _sites, bases, _via, _missed) in files.items():
         graph.replace_file_entities(rel, [Entity(*e) for e in entities])
         graph.replace_file_bases(rel, bases)
     graph.load_edges(
         (
-            (rel, [make(Edge, e) for e in edges], sites)
-            for rel, (_entities, edges, sites, _bases) in files.items()
+            (rel, [make(Edge, e) for e in edges], sites, via, missed)
+            for rel, (_entities, edges, sites, _bases, via, missed) in files.items()
         ),
         ordered=True,
     )

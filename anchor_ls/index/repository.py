@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from anchor_ls.index import facts as factlib
@@ -18,7 +19,7 @@ from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.files import Problem, Skipped, is_excluded, python_files, read_file
 from anchor_ls.index.invalidation import Invalidation
-from anchor_ls.index.model import CALLS, Edge, Graph, Snapshot, path_of
+from anchor_ls.index.model import CALLS, Graph, Snapshot, path_of
 from anchor_ls.index.mro import mro_of
 from anchor_ls.index.persistence import (
     FACTS,
@@ -352,10 +353,19 @@ class Index(Invalidation):
             graph.replace_file_bases(rel, factlib.base_order(summary, self._facts[rel], self._ids))
         self._graph = graph
 
-    def _file_edges_and_sites(self) -> Iterator[tuple[str, set[Edge], dict]]:
+    def _file_edges_and_sites(self) -> Iterator[tuple]:
         for rel, summary in self.binder.summaries.items():
             self._note_binder_errors(rel)
-            yield rel, *factlib.edges(summary, self._facts[rel], self._ids, self._calls_of)
+            yield (
+                rel,
+                *factlib.edges(
+                    summary,
+                    self._facts[rel],
+                    self._ids,
+                    self._calls_of,
+                    partial(self.binder.bodies, rel),
+                ),
+            )
 
     # ----- incremental ----------------------------------------------------
     def update_file(self, relpath: str, text: str | bytes) -> set[str]:
@@ -470,7 +480,7 @@ class Index(Invalidation):
         if facts is None:
             return []
         return [
-            (target, facts.sites.get((idx, target), []))
+            (target, list(facts.call_spans((idx, target))))
             for kind in ("call", "property")
             for target in facts.calls.get((idx, kind), ())
         ]
@@ -485,9 +495,11 @@ class Index(Invalidation):
         self._note_binder_errors(rel)
         summary = self.binder.summaries[rel]
         facts = self._facts[rel]
-        edges, sites = factlib.edges(summary, facts, self._ids, self._calls_of)
+        edges, sites, via, missed = factlib.edges(
+            summary, facts, self._ids, self._calls_of, partial(self.binder.bodies, rel)
+        )
         old = self._graph.file_edges(rel)
-        self._graph.replace_file_edges(rel, edges, sites)
+        self._graph.replace_file_edges(rel, edges, sites, via=via, missed=missed)
         self._graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
         moved = old ^ edges
         return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from anchor_ls.syntax.summary import Span
@@ -33,7 +33,13 @@ class FileFacts:
     sites: dict[tuple[int, Value], Sequence] = field(default_factory=lambda: defaultdict(list))
     bases: dict[int, list[Value]] = field(default_factory=dict)
     imports: set[str] = field(default_factory=set)
-    # scope idx -> [resolved, external, unresolved] call sites
+    # (scope idx, target) -> how its strongest site found it, a code of anchor_ls.index.via,
+    # while a resolution adds to sites: freeze moves each to the end of its sites entry
+    # (one slot there; a dict of them cost 3.4 MB on Django). Read them with call_via.
+    via: dict[tuple[int, Value], int] = field(default_factory=dict)
+    # scope idx -> [resolved, external, unresolved] call sites, then the place of each
+    # unresolved one in the scope's calls (its body's first list): 8 bytes a site, where
+    # names and spans held here cost 2.5 MB more on Django. Read them with missed_at.
     counts: dict[int, Sequence[int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # internal errors, reported as problems
     # (scope idx, function or class value) -> where the scope uses it as a value
@@ -46,10 +52,28 @@ class FileFacts:
     def freeze(self) -> None:
         """A resolution is done adding: tuples hold the same in half the memory (a scope
         resolved again has its entries dropped first, then new ones grown)."""
+        sites, via = self.sites, self.via
+        for key, code in via.items():
+            sites[key] = (*sites[key], code)
+        via.clear()
         for table in (self.calls, self.sites, self.refs, self.dense, self.counts):
             for key, value in table.items():
                 if type(value) is not tuple:
                     table[key] = tuple(value)
+
+    def missed_at(self, idx: int) -> Sequence[int]:
+        """Where scope idx's unresolved call sites are in its calls."""
+        return self.counts.get(idx, ())[3:]
+
+    def call_spans(self, key: tuple[int, Value]) -> Sequence[Span]:
+        """Where scope key[0] calls key[1]."""
+        found = self.sites.get(key, ())
+        return found[:-1] if found and type(found[-1]) is int else found
+
+    def call_via(self, key: tuple[int, Value]) -> int:
+        """How the strongest of those sites found the call (an anchor_ls.index.via code)."""
+        found = self.sites.get(key, ())
+        return found[-1] if found and type(found[-1]) is int else self.via.get(key, 0)
 
     @property
     def resolved(self) -> int:
@@ -67,7 +91,7 @@ class FileFacts:
         """Drop everything found for those scopes (to be resolved again, or gone)."""
         for key in [k for k in self.calls if k[0] in scopes]:
             del self.calls[key]
-        for table in (self.sites, self.refs, self.dense):
+        for table in (self.sites, self.via, self.refs, self.dense):
             for key in [k for k in table if k[0] in scopes]:
                 del table[key]
         for idx in scopes:
@@ -78,7 +102,7 @@ class FileFacts:
         """Take what other (a resolution of those scopes alone) found for them in place of
         what this held for them (scopes past the file's last are gone)."""
         self.forget_scopes(scopes)
-        for table in ("calls", "sites", "bases", "refs", "dense", "counts"):
+        for table in ("calls", "sites", "via", "bases", "refs", "dense", "counts"):
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
 
@@ -86,17 +110,38 @@ class FileFacts:
         """The file's text moved (an edit added or removed lines): every span follows."""
         for table in (self.sites, self.refs, self.dense):
             for key, spans in table.items():
-                table[key] = [moved(span) for span in spans]
+                table[key] = tuple(moved(s) if type(s) is tuple else s for s in spans)
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """File path's scopes moved (old index -> new): rename the values that name them."""
         for table in (self.calls, self.bases):
             for key, values in table.items():
                 table[key] = type(values)(renumbered(v, path, numbers) for v in values)
-        for table in (self.sites, self.refs):
+        for table in (self.sites, self.via, self.refs):
             renamed = {renumbered(k, path, numbers): spans for k, spans in table.items()}
             table.clear()
             table.update(renamed)
+
+
+def pack_sites(sites: Iterable[tuple[str, Span]]) -> str:
+    """Named spans as text, a line each: `name line col` for a span of just the name on
+    its line, else `name line col end_line end_col` (Django has 66,000 unresolved sites:
+    200 bytes each as tuples of ints, 14 as text)."""
+    lines = []
+    for name, (a, b, c, d) in sites:
+        short = a == c and d - b == len(name.encode()) and name
+        lines.append(f"{name} {a} {b}" if short else f"{name} {a} {b} {c} {d}")
+    return "\n".join(lines)
+
+
+def unpack_site(line: str) -> tuple[str, Span]:
+    """One line of pack_sites."""
+    name, *numbers = line.split(" ")
+    if len(numbers) == 2:
+        a, b = int(numbers[0]), int(numbers[1])
+        return name, (a, b, a, b + len(name.encode()))
+    a, b, c, d = map(int, numbers)
+    return name, (a, b, c, d)
 
 
 def renumbered(data: object, path: str, numbers: dict[int, int]) -> object:

@@ -82,12 +82,18 @@ def _item_fields(entity: Entity, where: Locator) -> dict[str, Any]:
     }
 
 
-def call_item(entity: Entity, where: Locator, via: str = CALLS) -> types.CallHierarchyItem:
-    """An item; `via` REFERENCES marks one reached by a reference rather than a call."""
+def call_item(
+    entity: Entity, where: Locator, via: str = CALLS, call_via: str | None = None
+) -> types.CallHierarchyItem:
+    """An item; `via` REFERENCES marks one reached by a reference rather than a call;
+    call_via, how the binder found the call (anchor_ls.index.via), is in its data
+    (the detail stays the id: clients and scripts read it as one)."""
     fields = _item_fields(entity, where)
     if via != CALLS:
         fields["detail"] = f"{entity.id} (reference)"
         fields["data"] = {"id": entity.id, "via": via}
+    elif call_via:
+        fields["data"] = {"id": entity.id, "call_via": call_via}
     return types.CallHierarchyItem(**fields)
 
 
@@ -125,7 +131,9 @@ def call_links(
             src = other if incoming else entity
             spans = sites(graph, kind, src.id, entity.id if incoming else other_id)
             ranges = [where.range(src.path, span) for span in spans]
-            item = call_item(other, where, kind)
+            dst = entity.id if incoming else other_id
+            how = graph.via(src.id, dst) if kind == CALLS else None
+            item = call_item(other, where, kind, how)
             found.append(
                 types.CallHierarchyIncomingCall(from_=item, from_ranges=ranges)
                 if incoming

@@ -100,13 +100,18 @@ def tooltip(
         items = related(graph, policy, name, entity.id)
         if not items:
             continue
-        listed = "\n".join(f"- `{item}`" for item in items[:TOOLTIP_ITEMS])
+        listed = "\n".join(
+            f"- `{item}`{_via_note(graph, name, entity.id, item)}" for item in items[:TOOLTIP_ITEMS]
+        )
         rest = len(items) - min(len(items), TOOLTIP_ITEMS)
         tail = f"\n- … and {rest} more" if rest else ""
         other, other_noun = other_side_count(graph, name, entity.id)
         count = f"{len(items)} · {other} {other_noun}" if other else f"{len(items)}"
         note = _left_out(name, len(items), other, other_noun, policy.max_items)
         parts.append(f"**{name}** ({count})\n{listed}{tail}{note}")
+    missed = graph.unresolved(entity.id)
+    if missed and entity.kind in DEF_KINDS:
+        parts.append(f"**unresolved call sites** ({missed}): calls the index could not follow")
     return {"kind": "markdown", "value": "\n\n".join(parts)}
 
 
@@ -124,6 +129,17 @@ def _left_out(field: str, count: int, other: int, other_noun: str, max_items: in
             f"{cut} more {look_of.one if cut == 1 else look_of.many} cut at maxItems ({max_items})"
         )
     return f"\n\n_{'; '.join(told)}_" if told else ""
+
+
+def _via_note(graph: Graph, field: str, entity_id: str, item: str) -> str:
+    """` (via import)`: how the binder found the call a CALLS or CALLED_BY item stands for."""
+    if field == "CALLED_BY":
+        how = graph.via(item, entity_id)
+    elif field == "CALLS":
+        how = graph.via(entity_id, item)
+    else:
+        return ""
+    return f" (via {how})" if how else ""
 
 
 _COMMA = json.dumps({"value": ", "})

@@ -11,6 +11,7 @@ from typing import Any
 from lsprotocol import types
 
 from anchor_ls.index import Entity, Graph
+from anchor_ls.index.model import path_of
 from anchor_ls.server.fields import SITE_KINDS, look, other_side_count, related, sites
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hints import DEF_KINDS
@@ -19,6 +20,7 @@ from anchor_ls.server.settings import Settings
 from anchor_ls.tags.policy import FIELD_SPECS
 
 SHOW_LOCATIONS = "anchor.showLocations"
+POSSIBLE_FIELD = "CALLED_BY"  # its lens adds the unresolved sites that may call
 
 
 def title(field: str, count: int, other: int = 0, other_noun: str = "tests") -> str:
@@ -40,7 +42,9 @@ def code_lenses(folder: Folder, relpath: str, uri: str, settings: Settings) -> l
         line = entity.start_line - 1
         at = types.Range(types.Position(line, 0), types.Position(line, 0))
         for field in settings.lens_fields:
-            if related(graph, policy, field, entity.id):
+            if related(graph, policy, field, entity.id) or (
+                field == POSSIBLE_FIELD and graph.has_maybe_callers(entity.name)
+            ):
                 lenses.append(
                     types.CodeLens(range=at, data={"uri": uri, "id": entity.id, "field": field})
                 )
@@ -68,6 +72,14 @@ def _locations(graph: Graph, field: str, ids: list[str], entity: Entity, where: 
         uri = where.uri(path)
         found.extend(types.Location(uri, where.range(path, span)) for span in spans)
     return found
+
+
+def _possible(graph: Graph, field: str, entity: Entity) -> list:
+    """For CALLED_BY: the unresolved call sites that call entity's name, (caller, span)
+    each (who may call it through a value the index could not follow)."""
+    if field != POSSIBLE_FIELD or entity.kind not in DEF_KINDS:
+        return []
+    return graph.maybe_callers(entity.name)
 
 
 def _first_sites(graph: Graph, field: str, src: str, dst: str) -> list:
@@ -110,10 +122,16 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
     where = Locator(folder, encoding)
     ids = related(graph, policy, field, entity_id)
     other, other_noun = other_side_count(graph, field, entity_id)
-    locations = [_plain(loc) for loc in _locations(graph, field, ids, entity, where)]
+    found = _locations(graph, field, ids, entity, where)
+    possible = _possible(graph, field, entity)
+    for src, span in possible:  # after the callers, one click away as well
+        path = path_of(src)
+        found.append(types.Location(where.uri(path), where.range(path, span)))
+    locations = [_plain(loc) for loc in found]
     position = where.name_location(entity).range.start
+    named = title(field, len(ids), other, other_noun)
     lens.command = types.Command(
-        title=title(field, len(ids), other, other_noun),
+        title=f"{named} (+{len(possible)} possible)" if possible else named,
         command=SHOW_LOCATIONS,
         arguments=[
             uri,

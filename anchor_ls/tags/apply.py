@@ -105,12 +105,20 @@ def describe(policy: ResolvedPolicy) -> str:
 
 
 def policy_for(
-    graph: Graph, name: str, max_items: int, *, cross_file: bool = False, tests: bool = False
+    graph: Graph,
+    name: str,
+    max_items: int,
+    *,
+    cross_file: bool = False,
+    tests: bool = False,
+    maybe: bool = False,
 ) -> ResolvedPolicy:
     """resolve_policy with the graph's mean call out-degree (what auto needs): the one place
     the commands take it from, so `index`, `tag` and `check` print the same figure."""
     mean_out, _hubs = graph_figures(graph)
-    return resolve_policy(name, mean_out, max_items, cross_file=cross_file, tests=tests)
+    return resolve_policy(
+        name, mean_out, max_items, cross_file=cross_file, tests=tests, maybe=maybe
+    )
 
 
 def file_blocks(

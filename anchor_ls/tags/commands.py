@@ -51,6 +51,7 @@ def _policy(args: argparse.Namespace, index: Index) -> ResolvedPolicy:
         args.max_items,
         cross_file=bool(getattr(args, "cross_file", False)),
         tests=bool(getattr(args, "tests", False)),
+        maybe=bool(getattr(args, "maybe", False)),
     )
 
 
@@ -62,13 +63,16 @@ def export(
     max_items: int = DEFAULT_MAX_ITEMS,
     cross_file: bool = False,
     tests: bool = False,
+    maybe: bool = False,
     force: bool = False,
     include_git: bool = False,
     progress: Progress | None = None,
 ) -> Report:
     """`tag --out`: the tagged snapshot of the indexed tree in out (batch writes each of its
     snapshots through here, so they are byte for byte what `tag --out` writes)."""
-    resolved = policy_for(index.graph, policy, max_items, cross_file=cross_file, tests=tests)
+    resolved = policy_for(
+        index.graph, policy, max_items, cross_file=cross_file, tests=tests, maybe=maybe
+    )
     return export_snapshot(
         index, out, resolved, force=force, include_git=include_git, progress=progress
     )
@@ -87,6 +91,7 @@ def tag(args: argparse.Namespace, index: Index) -> int:
                     max_items=args.max_items,
                     cross_file=bool(getattr(args, "cross_file", False)),
                     tests=bool(getattr(args, "tests", False)),
+                    maybe=bool(getattr(args, "maybe", False)),
                     force=args.force,
                     include_git=args.include_git,
                     progress=step,

@@ -66,6 +66,8 @@ FIELD_SPECS: dict[str, FieldSpec] = {
     for spec in (
         FieldSpec("CALLS", CALLS, True),
         FieldSpec("CALLED_BY", CALLS, False),
+        # definitions whose unresolved call sites call this one's name (index: maybe_callers)
+        FieldSpec("MAYBE_CALLED_BY", CALLS, False),
         FieldSpec("BASE", INHERITS, True),
         FieldSpec("DERIVED", INHERITS, False),
         FieldSpec("IMPORTS", IMPORTS, True),
@@ -107,7 +109,8 @@ class ResolvedPolicy:
     `cross_file`: list only entities of other files (what reading this file cannot show);
     a definition whose relations all stay in its file then carries no block.
     `tests`: materialize blocks in test code too. `hub_callers`: materialized CALLS
-    leave out callees with more callers than this (0: keep them).
+    leave out callees with more callers than this (0: keep them). `maybe`: the fields
+    include MAYBE_CALLED_BY (after CALLED_BY, or in its place under a policy without it).
     """
 
     name: str
@@ -117,6 +120,7 @@ class ResolvedPolicy:
     cross_file: bool = False
     tests: bool = False
     hub_callers: int = HUB_CALLERS
+    maybe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +143,21 @@ def resolve_policy(
     *,
     cross_file: bool = False,
     tests: bool = False,
+    maybe: bool = False,
 ) -> ResolvedPolicy:
     """Turn a requested policy (auto included) into the fields and cap to use.
 
     auto follows the study: mean call out-degree under 5 gives topo, over 8 gives inv
     (hub-heavy repositories), in between topo with a tighter cap (half, at least 3).
+    maybe adds MAYBE_CALLED_BY right after CALLED_BY.
     """
     policy = _resolve(name, mean_out_degree, max_items)
+    if maybe:
+        fields = list(policy.fields)
+        at = fields.index("CALLED_BY") + 1 if "CALLED_BY" in fields else len(fields)
+        fields.insert(at, "MAYBE_CALLED_BY")
+        reason = policy.reason + "; possible callers too"
+        policy = replace(policy, fields=tuple(fields), maybe=True, reason=reason)
     if cross_file:
         policy = replace(policy, cross_file=True, reason=policy.reason + "; cross-file links only")
     if tests:
@@ -220,7 +232,22 @@ def _on_side(ids: list[str], in_tests: bool) -> list[str]:
     return kept
 
 
+def _maybe_callers(graph: Graph, entity_id: str, in_tests: bool) -> list[str]:
+    """The definitions (on the entity's side of the test boundary) with an unresolved call
+    site calling its name, other than itself and its callers."""
+    entity = graph.entity(entity_id)
+    if entity is None or entity.kind not in ("function", "method", "class"):
+        return []
+    sites = graph.maybe_callers(entity.name)
+    if not sites:
+        return []
+    known = {entity_id, *graph.into(CALLS, entity_id)}
+    return _on_side(sorted({src for src, _span in sites} - known), in_tests)
+
+
 def _related(graph: Graph, name: str, entity_id: str, in_tests: bool) -> list[str]:
+    if name == "MAYBE_CALLED_BY":
+        return _maybe_callers(graph, entity_id, in_tests)
     spec = FIELD_SPECS[name]
     degree = graph.out_degree if spec.forward else graph.in_degree
     if not degree(spec.kind, entity_id) and (name != "TEST_REF" or in_tests):

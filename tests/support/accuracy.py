@@ -18,14 +18,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from anchor_ls.index.via import VIA_KINDS
+
 ROOT = Path(__file__).resolve().parents[2]
 ACCURACY_DIR = ROOT / "fixtures" / "accuracy"
 EXAMPLE_DIR = ROOT / "fixtures" / "example"
 EXAMPLE_NAME = "example"
 DENSE_KINDS = ("references", "env_var", "const_ref", "config_usage", "io_dep", "test_ref")
-SCORED_KINDS = ("calls", "inherits", "imports", *DENSE_KINDS)
+# "via": how each call edge listed as [src, dst, via] was found; "unresolved": the lines of
+# each entity's unresolved call sites ({id: [line, ...]}, complete when present).
+EXTRA_KINDS = ("via", "unresolved")
+SCORED_KINDS = ("calls", "inherits", "imports", *DENSE_KINDS, *EXTRA_KINDS)
 _REQUIRED_KEYS = ("description", "calls", "inherits")
-_KNOWN_KEYS = (*_REQUIRED_KEYS, "imports", *DENSE_KINDS, "allowed")
+_KNOWN_KEYS = (*_REQUIRED_KEYS, "imports", *DENSE_KINDS, "allowed", "unresolved")
 _CODE = frozenset({"module", "class", "function"})
 _DEFINITIONS = frozenset({"class", "function"})
 # Which definition kinds may stand at each end of an edge of a given kind.
@@ -102,16 +107,22 @@ def case_dirs() -> dict[str, Path]:
     return cases
 
 
-def _pairs(raw: object, where: str) -> frozenset[Pair]:
+def _pairs(raw: object, where: str, vias: dict[Pair, str] | None = None) -> frozenset[Pair]:
+    """[src, dst] pairs; with vias (calls), [src, dst, via] too, its via put in vias."""
     if not isinstance(raw, list):
         raise ValueError(f"{where}: expected a list of [src, dst] pairs")
     out: set[Pair] = set()
     for item in raw:
+        sizes = (2, 3) if vias is not None else (2,)
         if not (
-            isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+            isinstance(item, list) and len(item) in sizes and all(isinstance(x, str) for x in item)
         ):
             raise ValueError(f"{where}: {item!r} is not a [src, dst] pair of strings")
         pair = (item[0], item[1])
+        if len(item) == 3 and vias is not None:
+            if item[2] not in VIA_KINDS:
+                raise ValueError(f"{where}: {item!r}: {item[2]!r} is not one of {VIA_KINDS}")
+            vias[pair] = item[2]
         if pair in out:
             raise ValueError(f"{where}: {list(pair)} is listed twice")
         out.add(pair)
@@ -131,7 +142,21 @@ def load_case(path: str | Path) -> Expected:
         raise ValueError(f"{file}: unknown keys {unknown}, missing keys {absent}")
     if not isinstance(data["description"], str) or not data["description"].strip():
         raise ValueError(f"{file}: description must be a non-empty string")
-    edges = {k: _pairs(data[k], f"{file}:{k}") for k in SCORED_KINDS if k in data}
+    vias: dict[Pair, str] = {}
+    edges = {
+        k: _pairs(data[k], f"{file}:{k}", vias if k == "calls" else None)
+        for k in SCORED_KINDS
+        if k in data and k not in EXTRA_KINDS
+    }
+    if vias:
+        edges["via"] = frozenset((f"{s} -> {d}", via) for (s, d), via in vias.items())
+    if "unresolved" in data:
+        raw = data["unresolved"]
+        if not isinstance(raw, dict) or not all(
+            isinstance(v, list) and all(isinstance(n, int) for n in v) for v in raw.values()
+        ):
+            raise ValueError(f"{file}:unresolved: expected {{id: [line, ...]}}")
+        edges["unresolved"] = frozenset((k, str(n)) for k, v in raw.items() for n in v)
     allowed: set[tuple[str, str, str]] = set()
     for item in data.get("allowed", []):
         if not (
@@ -225,8 +250,13 @@ def check_expected(case_dir: str | Path) -> list[str]:
                 problems.append(f"{where} {kind} {src} -> {dst}: {end} {ident} is a {found}")
 
     for kind, pairs in expected.edges.items():
+        if kind in EXTRA_KINDS:
+            continue
         for src, dst in sorted(pairs):
             check(kind, src, dst, "required")
+    for ident, _line in sorted(expected.edges.get("unresolved", ())):
+        if ident not in ids:
+            problems.append(f"unresolved: {ident} is not defined")
     for kind, src, dst in sorted(expected.allowed):
         check(kind, src, dst, "allowed")
         if (src, dst) in expected.edges.get(kind, frozenset()):
@@ -245,6 +275,9 @@ def score_edges(expected: Expected, edges: Iterable[tuple[str, str, str]]) -> di
     for kind, src, dst in edges:
         if kind in found:
             found[kind].add((src, dst))
+    if "via" in found:  # scored for the edges that name their via only
+        named = {edge for edge, _via in expected.edges["via"]}
+        found["via"] = {(edge, via) for edge, via in found["via"] if edge in named}
     scores: dict[str, CaseScore] = {}
     for kind, want in expected.edges.items():
         got = found[kind] - expected.allowed_pairs(kind)
@@ -255,12 +288,20 @@ def score_edges(expected: Expected, edges: Iterable[tuple[str, str, str]]) -> di
 
 
 def engine_edges(case_dir: str | Path) -> set[tuple[str, str, str]]:
-    """Build the engine's index of one case (no cache) and return its edges."""
+    """Build the engine's index of one case (no cache) and return its edges, plus
+    ("via", "src -> dst", via) for each call edge and ("unresolved", id, line) for each
+    unresolved call site."""
     from anchor_ls.index import Index
 
     idx = Index(case_dir, use_cache=False)
     idx.build()
-    return {(e.kind, e.src, e.dst) for e in idx.graph.edges()}
+    graph = idx.graph
+    out = {(e.kind, e.src, e.dst) for e in graph.edges()}
+    for _kind, src, dst in graph.edges("calls"):
+        out.add(("via", f"{src} -> {dst}", graph.via(src, dst) or ""))
+    for rel in graph.files():
+        out |= {("unresolved", s, str(span[0] + 1)) for s, _n, span in graph.file_missed(rel)}
+    return out
 
 
 def score(case_dir: str | Path) -> dict[str, CaseScore]:

@@ -18,7 +18,19 @@ from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import PROTOCOLS
 from anchor_ls.index.bind.values import in_order, interesting
 from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values
-from anchor_ls.syntax.summary import UNKNOWN, CallSite, Expr
+from anchor_ls.index.via import (
+    ATTRIBUTE,
+    CONSTRUCTOR,
+    DECORATOR,
+    FLOW,
+    IMPLICIT,
+    IMPORT,
+    NAME,
+    PROPERTY,
+    SELF,
+    SUPER,
+)
+from anchor_ls.syntax.summary import UNKNOWN, Binding, CallSite, Expr
 
 # Standard-library callers that call the functions handed to them: name -> keyword or None
 # for any positional argument.
@@ -38,6 +50,11 @@ _DUNDER_CALLERS = {
     "builtins.len": ("__len__", 1),
     "builtins.print": ("__str__", None),
 }
+
+
+# What an outside call gives that says nothing of the value: `getattr(obj, name)()`
+# calls who knows what (a call of it is unresolved, not external).
+_UNKNOWN_OUTSIDE = ("builtins.getattr()",)
 
 
 def call_targets(
@@ -103,20 +120,22 @@ def resolve_file(
         calls, attr_reads, uses = bodies[idx]
         counts = facts.counts[idx] = [0, 0, 0]
         contrib: dict = defaultdict(lambda: defaultdict(set))
+        done = 0
         try:
             if scope.kind == "class":
                 facts.bases[idx] = [v for v in classes.class_bases(db, (path, idx)) if v[0] == "c"]
             for site in calls:
-                _resolve_site(db, path, idx, site, facts, counts, contrib)
+                _resolve_site(db, path, idx, site, facts, counts, contrib, done)
+                done += 1
             if attr_reads:
                 _resolve_property_reads(db, path, idx, attr_reads, facts)
                 dense.resolve_attribute_reads(db, path, idx, attr_reads, facts)
             if uses:
                 dense.resolve_uses(db, path, idx, uses, facts)
         except RecursionError:  # a chain of values too long to follow: leave it unlinked
-            counts[2] += 1
+            _give_up(calls, done, counts)
         except Exception as err:  # a binder bug must cost one scope, never the index
-            counts[2] += 1
+            _give_up(calls, done, counts)
             facts.errors.append(f"{scope.qualname or '<module>'}: {type(err).__name__}: {err}")
         if contrib:
             per_scope[idx] = flow.plain(contrib)
@@ -155,9 +174,7 @@ def _resolve_property_reads(
         ctx = Ctx(path, idx, pos, blocks, implicit)
         evaluate.attribute(db, evaluate.eval(db, expr[1], ctx), expr[2], ctx)
         for fn in implicit:
-            target = ("f", fn[1], fn[2])
-            facts.calls.setdefault((idx, "property"), set()).add(target)
-            facts.sites[(idx, target)].append(span)
+            _add_call(facts, idx, "property", ("f", fn[1], fn[2]), span, PROPERTY)
 
 
 def _record_import(db: BinderState, path: str, value: Expr, facts: FileFacts) -> None:
@@ -180,6 +197,29 @@ def _record_import(db: BinderState, path: str, value: Expr, facts: FileFacts) ->
         facts.imports.add(target)
 
 
+def _add_call(facts: FileFacts, idx: int, kind: str, target: Value, span, via: int) -> None:
+    """One site of scope idx calls target, found as via says (an edge keeps its strongest)."""
+    facts.calls.setdefault((idx, kind), set()).add(target)
+    key = (idx, target)
+    facts.sites[key].append(span)
+    known = facts.via.get(key)
+    if known is None or via < known:
+        facts.via[key] = via
+
+
+def _miss(at: int, counts: list[int]) -> None:
+    """The site at this place in its scope's calls is unresolved."""
+    counts[2] += 1
+    counts.append(at)
+
+
+def _give_up(calls: Sequence[CallSite], done: int, counts: list[int]) -> None:
+    """Resolution of a scope failed: its sites not yet resolved are unresolved."""
+    for at in range(done, len(calls)):
+        if calls[at].kind not in PROTOCOLS and calls[at].kind != "raise":
+            _miss(at, counts)
+
+
 def _resolve_site(
     db: BinderState,
     path: str,
@@ -188,7 +228,9 @@ def _resolve_site(
     facts: FileFacts,
     counts: list[int],
     contrib: dict,
+    at: int,
 ) -> None:
+    """Resolve the site at this place in scope idx's calls."""
     implicit: list[Value] = []
     ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
     callees = evaluate.eval(db, site.func, ctx)
@@ -199,22 +241,34 @@ def _resolve_site(
         dense.decorator_reference(db, path, idx, site, callees, facts)
     elif any(v[0] == "x" for v in callees):
         dense.external_call(db, path, idx, site, callees, facts)
-    targets = call_targets(db, callees, (path, idx))
+    via = DECORATOR if site.kind == "decorator" else 0
+    targets: list[tuple[Value, tuple[str, int] | None, bool, int]] = []
+    for v in in_order(callees):
+        found = call_targets(db, frozenset({v}), (path, idx))
+        if found:
+            if not via:
+                via = _via(db, path, idx, site.func, ctx)
+            made = CONSTRUCTOR if v[0] == "c" and via != DECORATOR else via
+            targets += [(*t, made) for t in found]
     for fn in implicit:
-        targets.append((("f", fn[1], fn[2]), None, True))
+        targets.append((("f", fn[1], fn[2]), None, True, PROPERTY))
     for fn in _callbacks(db, callees, site, ctx):
-        targets.append((fn, None, False))
+        targets.append((fn, None, False, IMPLICIT))
     for fn in in_order(_special_methods(db, callees, site, ctx)):
-        targets.append((fn, None, True))
+        targets.append((fn, None, True, IMPLICIT))
     if not targets:
-        counts[1 if any(v[0] == "x" for v in callees) else 2] += 1
+        if any(
+            v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees
+        ) or _known_outside(db, path, idx, site.func, ctx):
+            counts[1] += 1
+        else:
+            _miss(at, counts)
         return
     counts[0] += 1
     arg_ctx = Ctx(path, idx, site.pos, site.blocks)
     arg_values: list[Values] | None = None
-    for target, receiver, bound in targets:
-        facts.calls.setdefault((idx, site.kind), set()).add(target)
-        facts.sites[(idx, target)].append(site.span)
+    for target, receiver, bound, how in targets:
+        _add_call(facts, idx, site.kind, target, site.span, how)
         if receiver is None or (not site.args and not site.kwargs):
             continue
         if arg_values is None:
@@ -223,6 +277,148 @@ def _resolve_site(
                 for a in site.args
             ]
         _flow_args(db, receiver, bound, site, arg_values, arg_ctx, contrib)
+
+
+# The tags of displays whose type is a builtin one: a list, tuple, set, dict, a number.
+_BUILTIN_DISPLAYS = frozenset({"l", "d", "k"})
+
+
+def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> bool:
+    """A call the binder has no value for, yet of something outside the repository:
+    a method of a name only ever bound to a display (`out = []; out.append(x)`), an
+    attribute of instances of classes with a base from outside (`class Stack(list)`), a name
+    of a repository module that only a star import of an outside module can define
+    (`os.umask`: `from posix import *`), a parameter whose default is outside
+    (`def f(isinstance=isinstance)`) and that no call site fills."""
+    if func[0] == "a" and func[1][0] == "n":
+        bindings = _bindings(db, path, idx, func[1][1])
+        if bindings and all(b.value[0] in _BUILTIN_DISPLAYS for b in bindings):
+            return True
+    if func[0] == "a":
+        receiver = evaluate.eval(db, func[1], Ctx(path, idx, ctx.pos, ctx.blocks))
+        for v in in_order(receiver):
+            if v[0] == "m" and v[1] in db.summaries and _stars_outside(db, v[1]):
+                return True
+        if receiver and all(
+            v[0] in ("i", "I") and _based_outside(db, (v[1], v[2])) for v in receiver
+        ):
+            return True
+    elif func[0] == "n":
+        bindings = _bindings(db, path, idx, func[1])
+        if bindings and all(b.value[0] == "P" for b in bindings):
+            return all(_default_outside(db, path, b.value) for b in bindings)
+    return False
+
+
+def _based_outside(db: BinderState, cls: tuple[str, int]) -> bool:
+    """A class of the repository with a base from outside it (`class Stack(list)`,
+    `socket.socket(_socket.socket)`): what its own code lacks, that base may define."""
+    return any(any(v[0] == "x" for v in classes.class_bases(db, c)) for c in classes.mro(db, cls))
+
+
+def _stars_outside(db: BinderState, module: str) -> bool:
+    """module star-imports a module from outside the repository."""
+    for name, level, _pos in db.summaries[module].scopes[0].star_imports:
+        target = db.modules.resolve(name, level, module)
+        if target is None or target not in db.summaries:
+            return True
+    return False
+
+
+def _default_outside(db: BinderState, path: str, param: Expr) -> bool:
+    scope = db.summaries[path].scopes[param[1]]
+    default = scope.params[param[2]].default
+    if default is None or scope.parent < 0:
+        return False
+    values = evaluate.eval(db, default, Ctx(path, scope.parent, None, ()))
+    return bool(values) and all(v[0] == "x" for v in values)
+
+
+def _via(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> int:
+    """How a call site's callee expression was followed, from its shape and the binding
+    of the name it starts from (see anchor_ls.index.via): cheap, little evaluated again."""
+    tag = func[0]
+    if tag == "n":
+        return _name_via(db, path, idx, func[1], callee=True)
+    if tag != "a":
+        return FLOW  # `fns[0]()`, `make()()`: a value out of a container or a return
+    base = func[1]
+    if base[0] == "c" and base[1] == ("n", "super"):
+        return SUPER
+    root = base
+    while root[0] == "a":
+        root = root[1]
+    if root[0] == "c":  # `Order().total()`: made right there; `make().total()`: returned
+        return ATTRIBUTE if _made_by_class(db, path, idx, root[1], ctx) else FLOW
+    if root[0] != "n":
+        return FLOW if root[0] == "s" else ATTRIBUTE
+    if root[1] in ("self", "cls") and _is_first_param(db, path, idx, root[1]):
+        return SELF if root is base else ATTRIBUTE
+    return _name_via(db, path, idx, root[1], callee=False)
+
+
+def _is_first_param(db: BinderState, path: str, idx: int, name: str) -> bool:
+    """name is the first parameter of the method it is used in (or of one around it)."""
+    scopes = db.summaries[path].scopes
+    while idx > 0:
+        scope = scopes[idx]
+        if scope.kind == "function" and scopes[scope.parent].kind == "class":
+            return bool(scope.params) and scope.params[0].name == name
+        idx = scope.parent
+    return False
+
+
+def _name_via(db: BinderState, path: str, idx: int, name: str, callee: bool) -> int:
+    """How a name's values were found: an import, a parameter or a value out of a call
+    or a container (flow), or a definition or plain assignment (name for a callee,
+    attribute for a receiver)."""
+    bindings = _bindings(db, path, idx, name)
+    kinds = {b.value[0] for b in bindings}
+    if kinds & {"im", "ima", "if"}:
+        return IMPORT
+    plain = NAME if callee else ATTRIBUTE
+    if any(_flowed(db, path, idx, b, callee) for b in bindings):
+        return FLOW
+    return plain
+
+
+def _flowed(db: BinderState, path: str, idx: int, binding: Binding, callee: bool) -> bool:
+    """The binding's values came from call sites (a parameter; a receiver's with no
+    annotation), a return (a call of anything but a class, for a receiver) or a container."""
+    tag = binding.value[0]
+    if tag == "P":
+        scope = db.summaries[path].scopes[binding.value[1]]
+        return callee or scope.params[binding.value[2]].annotation is None
+    if tag == "c":
+        return callee or not _calls_class(db, path, idx, binding)
+    return tag in ("s", "it", "ix", "st")
+
+
+def _bindings(db: BinderState, path: str, idx: int, name: str) -> list[Binding]:
+    """The bindings of name in the scope that holds it, seen from scope idx."""
+    scopes = db.summaries[path].scopes
+    first = True
+    while idx >= 0:
+        scope = scopes[idx]
+        if first or scope.kind != "class":
+            found = lookup.names(db, path, idx).get(name)
+            if found:
+                return found
+        first = False
+        idx = scope.parent
+    return []
+
+
+def _calls_class(db: BinderState, path: str, idx: int, binding: Binding) -> bool:
+    """`x = Order(...)`: the receiver is an instance made right there (attribute), not a
+    value some function returned (flow)."""
+    ctx = Ctx(path, idx, binding.pos - 1, binding.blocks)
+    return _made_by_class(db, path, idx, binding.value[1], ctx)
+
+
+def _made_by_class(db: BinderState, path: str, idx: int, callee: Expr, ctx: Ctx) -> bool:
+    made = evaluate.eval(db, callee, Ctx(path, idx, ctx.pos, ctx.blocks))
+    return bool(made) and all(v[0] == "c" for v in made)
 
 
 def _resolve_implicit(
@@ -258,9 +454,8 @@ def _resolve_implicit(
     if not targets:
         return
     counts[0] += 1
-    for target in targets:
-        facts.calls.setdefault((idx, "call"), set()).add(target)
-        facts.sites[(idx, target)].append(site.span)
+    for target in in_order(targets):
+        _add_call(facts, idx, "call", target, site.span, IMPLICIT)
 
 
 def _callbacks(db: BinderState, callees: Values, site: CallSite, ctx: Ctx) -> list[Value]:
