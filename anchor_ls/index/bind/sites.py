@@ -233,7 +233,13 @@ def _resolve_site(
     """Resolve the site at this place in scope idx's calls."""
     implicit: list[Value] = []
     ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
-    callees = evaluate.eval(db, site.func, ctx)
+    func = site.func
+    receiver: Values | None = None
+    if func[0] == "a":  # as eval does it, with the receiver kept for _known_outside
+        receiver = evaluate.eval(db, func[1], ctx)
+        callees = evaluate.attribute(db, receiver, func[2], ctx)
+    else:
+        callees = evaluate.eval(db, func, ctx)
     if site.kind in PROTOCOLS or site.kind == "raise":
         _resolve_implicit(db, idx, site, callees, ctx, facts, counts)
         return
@@ -259,7 +265,7 @@ def _resolve_site(
     if not targets:
         if any(
             v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees
-        ) or _known_outside(db, path, idx, site.func, ctx):
+        ) or _known_outside(db, path, idx, func, receiver):
             counts[1] += 1
         else:
             _miss(at, counts)
@@ -283,7 +289,9 @@ def _resolve_site(
 _BUILTIN_DISPLAYS = frozenset({"l", "d", "k"})
 
 
-def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> bool:
+def _known_outside(
+    db: BinderState, path: str, idx: int, func: Expr, receiver: Values | None
+) -> bool:
     """A call the binder has no value for, yet of something outside the repository:
     a method of a name only ever bound to a display (`out = []; out.append(x)`), an
     attribute of instances of classes with a base from outside (`class Stack(list)`), a name
@@ -294,8 +302,7 @@ def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -
         bindings = _bindings(db, path, idx, func[1][1])
         if bindings and all(b.value[0] in _BUILTIN_DISPLAYS for b in bindings):
             return True
-    if func[0] == "a":
-        receiver = evaluate.eval(db, func[1], Ctx(path, idx, ctx.pos, ctx.blocks))
+    if receiver is not None:
         for v in in_order(receiver):
             if v[0] == "m" and v[1] in db.summaries and _stars_outside(db, v[1]):
                 return True
