@@ -285,16 +285,19 @@ def _resolve_site(
         _flow_args(db, receiver, bound, site, arg_values, arg_ctx, contrib)
 
 
-# The tags of displays whose type is a builtin one: a list, tuple, set, dict, a number.
+# The tags of displays whose type is a builtin one: a list, tuple, set, dict, a number;
+# and of the binder's values that stand for builtin containers (a list, a dict).
 _BUILTIN_DISPLAYS = frozenset({"l", "d", "k"})
+_BUILTIN_VALUES = frozenset({"L", "D"})
 
 
 def _known_outside(
     db: BinderState, path: str, idx: int, func: Expr, receiver: Values | None
 ) -> bool:
     """A call the binder has no value for, yet of something outside the repository:
-    a method of a name only ever bound to a display (`out = []; out.append(x)`), an
-    attribute of instances of classes with a base from outside (`class Stack(list)`), a name
+    a method of a name only ever bound to a display (`out = []; out.append(x)`) or of
+    values the binder holds as builtin lists and dicts, an attribute of instances of
+    classes with a base from outside (`class Stack(list)`), a name
     of a repository module that only a star import of an outside module can define
     (`os.umask`: `from posix import *`), a parameter whose default is outside
     (`def f(isinstance=isinstance)`) and that no call site fills."""
@@ -307,7 +310,8 @@ def _known_outside(
             if v[0] == "m" and v[1] in db.summaries and _stars_outside(db, v[1]):
                 return True
         if receiver and all(
-            v[0] in ("i", "I") and _based_outside(db, (v[1], v[2])) for v in receiver
+            v[0] in _BUILTIN_VALUES or (v[0] in ("i", "I") and _based_outside(db, (v[1], v[2])))
+            for v in receiver
         ):
             return True
     elif func[0] == "n":
