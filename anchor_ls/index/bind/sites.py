@@ -233,7 +233,13 @@ def _resolve_site(
     """Resolve the site at this place in scope idx's calls."""
     implicit: list[Value] = []
     ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
-    callees = evaluate.eval(db, site.func, ctx)
+    func = site.func
+    receiver: Values | None = None
+    if func[0] == "a":  # as eval does it, with the receiver kept for _known_outside
+        receiver = evaluate.eval(db, func[1], ctx)
+        callees = evaluate.attribute(db, receiver, func[2], ctx)
+    else:
+        callees = evaluate.eval(db, func, ctx)
     if site.kind in PROTOCOLS or site.kind == "raise":
         _resolve_implicit(db, idx, site, callees, ctx, facts, counts)
         return
@@ -259,7 +265,7 @@ def _resolve_site(
     if not targets:
         if any(
             v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees
-        ) or _known_outside(db, path, idx, site.func, ctx):
+        ) or _known_outside(db, path, idx, func, receiver):
             counts[1] += 1
         else:
             _miss(at, counts)
@@ -279,14 +285,19 @@ def _resolve_site(
         _flow_args(db, receiver, bound, site, arg_values, arg_ctx, contrib)
 
 
-# The tags of displays whose type is a builtin one: a list, tuple, set, dict, a number.
+# The tags of displays whose type is a builtin one: a list, tuple, set, dict, a number;
+# and of the binder's values that stand for builtin containers (a list, a dict).
 _BUILTIN_DISPLAYS = frozenset({"l", "d", "k"})
+_BUILTIN_VALUES = frozenset({"L", "D"})
 
 
-def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> bool:
+def _known_outside(
+    db: BinderState, path: str, idx: int, func: Expr, receiver: Values | None
+) -> bool:
     """A call the binder has no value for, yet of something outside the repository:
-    a method of a name only ever bound to a display (`out = []; out.append(x)`), an
-    attribute of instances of classes with a base from outside (`class Stack(list)`), a name
+    a method of a name only ever bound to a display (`out = []; out.append(x)`) or of
+    values the binder holds as builtin lists and dicts, an attribute of instances of
+    classes with a base from outside (`class Stack(list)`), a name
     of a repository module that only a star import of an outside module can define
     (`os.umask`: `from posix import *`), a parameter whose default is outside
     (`def f(isinstance=isinstance)`) and that no call site fills."""
@@ -294,13 +305,13 @@ def _known_outside(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -
         bindings = _bindings(db, path, idx, func[1][1])
         if bindings and all(b.value[0] in _BUILTIN_DISPLAYS for b in bindings):
             return True
-    if func[0] == "a":
-        receiver = evaluate.eval(db, func[1], Ctx(path, idx, ctx.pos, ctx.blocks))
+    if receiver is not None:
         for v in in_order(receiver):
             if v[0] == "m" and v[1] in db.summaries and _stars_outside(db, v[1]):
                 return True
         if receiver and all(
-            v[0] in ("i", "I") and _based_outside(db, (v[1], v[2])) for v in receiver
+            v[0] in _BUILTIN_VALUES or (v[0] in ("i", "I") and _based_outside(db, (v[1], v[2])))
+            for v in receiver
         ):
             return True
     elif func[0] == "n":
