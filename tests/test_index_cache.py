@@ -355,3 +355,27 @@ def test_failed_cache_writes_are_one_problem_naming_the_cache_given(
     assert "full" in problem.message and problem.message.count("could not be written") == 1
     assert index.graph.to_json() == fresh_json(repo)
     index.close()
+
+
+def test_a_change_in_any_engine_module_retires_old_rows(tmp_path: Path) -> None:
+    """The schema hashes every module of syntax/ and index/, those of index/bind/ too: a
+    binder change under an old cache must rebuild it, not trust rows an older engine made."""
+    package = Path(__file__).resolve().parent.parent / "anchor_ls"
+    copy = tmp_path / "anchor_ls"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def schema() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", "from anchor_ls.index.cache import SCHEMA; print(SCHEMA)"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(tmp_path)},
+            cwd=tmp_path,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    before = schema()
+    with (copy / "index" / "bind" / "memo.py").open("a") as f:
+        f.write("\n# a change of the binder\n")
+    assert schema() != before
