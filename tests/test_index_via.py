@@ -4,33 +4,15 @@ the possible callers they make, through the graph JSON, the cache and the CLI.""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-CASE = Path(__file__).resolve().parent.parent / "fixtures" / "accuracy" / "via_kinds"
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "anchor_ls", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-        timeout=300,
-    )
+from support.via_case import copy_case, run
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    shutil.copytree(CASE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
-    (root / "expected.json").unlink()
-    return root
+    return copy_case(tmp_path)
 
 
 def graph(repo: Path, cache: Path) -> dict:

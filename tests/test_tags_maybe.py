@@ -3,33 +3,15 @@ follow); check re-renders it, strip removes it byte for byte; off by default."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-CASE = Path(__file__).resolve().parent.parent / "fixtures" / "accuracy" / "via_kinds"
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "anchor_ls", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-        timeout=300,
-    )
+from support.via_case import copy_case, run
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    shutil.copytree(CASE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
-    (root / "expected.json").unlink()
-    return root
+    return copy_case(tmp_path)
 
 
 def test_maybe_tags_round_trip_and_are_checked(repo: Path, tmp_path: Path) -> None:
