@@ -124,3 +124,41 @@ def test_a_named_interpreter_gives_its_own_search_path(tmp_path: Path) -> None:
 def test_an_empty_environment_is_no_environment(tmp_path: Path) -> None:
     assert not Environment().active and Environment().identity() == ""
     assert not environment_for(Environment(), tmp_path).active
+
+
+def test_a_named_interpreter_is_asked_again_only_when_its_path_changed(tmp_path: Path) -> None:
+    """Its answer is kept in the user cache: a warm start runs nothing, and an install
+    into one of its folders (a new .pth, a new package) makes it ask again."""
+    pytest.importorskip("jedi")
+    extra, runs = tmp_path / "extra", tmp_path / "runs"
+    extra.mkdir()
+    python = tmp_path / "python"
+    python.write_text(
+        f'#!/bin/sh\necho run >> "{runs}"\nexec "{sys.executable}" "$@"\n', encoding="utf-8"
+    )
+    python.chmod(0o755)
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from anchor_ls.index.environment import environment_for\n"
+        "print(environment_for(Path(sys.argv[1]), Path(sys.argv[2])).paths)\n"
+    )
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "PYTHONPATH": str(extra),
+        "PYTHONSAFEPATH": "1",
+    }
+
+    def ask() -> str:
+        args = [sys.executable, "-c", code, str(python), str(tmp_path / "repo")]
+        done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = ask()
+    assert str(extra) in first
+    assert ask() == first
+    assert runs.read_text(encoding="utf-8").count("run") == 1
+    (extra / "newly_installed.py").write_text("", encoding="utf-8")
+    assert ask() == first
+    assert runs.read_text(encoding="utf-8").count("run") == 2
