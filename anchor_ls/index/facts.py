@@ -74,6 +74,10 @@ def entities(summary: FileSummary, ids: list[str]) -> list[Entity]:
     return list(by_id.values())
 
 
+# The values that stand for a definition of the repository itself (an entity).
+_DEFINITIONS = (Function, Class, BoundMethod)
+
+
 def value_id(value: Value, binder_scopes: dict[str, list[str]]) -> str | None:
     if isinstance(value, _DEFINITIONS):
         ids = binder_scopes.get(value.path)
@@ -81,10 +85,6 @@ def value_id(value: Value, binder_scopes: dict[str, list[str]]) -> str | None:
     if isinstance(value, Module) and not value.path.endswith("/"):
         return value.path
     return None
-
-
-# The values that stand for a definition of the repository itself (an entity).
-_DEFINITIONS = (Function, Class, BoundMethod)
 
 
 class FileEdges(NamedTuple):
