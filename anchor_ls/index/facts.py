@@ -18,7 +18,16 @@ from anchor_ls.index.model import (
     Entity,
     Span,
 )
-from anchor_ls.index.state import FileFacts, Value, pack_sites
+from anchor_ls.index.state import (
+    BoundMethod,
+    Class,
+    FileFacts,
+    Function,
+    Module,
+    ScopeValue,
+    Value,
+    pack_sites,
+)
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.summary import Body, Expr, FileSummary
 
@@ -65,13 +74,16 @@ def entities(summary: FileSummary, ids: list[str]) -> list[Entity]:
     return list(by_id.values())
 
 
+# The values that stand for a definition of the repository itself (an entity).
+_DEFINITIONS = (Function, Class, BoundMethod)
+
+
 def value_id(value: Value, binder_scopes: dict[str, list[str]]) -> str | None:
-    kind = value[0]
-    if kind in ("f", "c", "b"):
-        ids = binder_scopes.get(value[1])
-        return ids[value[2]] if ids is not None else None
-    if kind == "m" and not value[1].endswith("/"):
-        return value[1]
+    if isinstance(value, _DEFINITIONS):
+        ids = binder_scopes.get(value.path)
+        return ids[value.idx] if ids is not None else None
+    if isinstance(value, Module) and not value.path.endswith("/"):
+        return value.path
     return None
 
 
@@ -180,25 +192,25 @@ def _exercised(
     """What a test calls outside test code, directly or through one helper of test code
     (a fixture factory, an assertion helper): spans are the test's own call sites."""
     for target, spans in calls_of(path, idx):
-        if target[0] not in ("f", "c", "b"):
+        if not isinstance(target, _DEFINITIONS):
             continue
-        if not is_test_path(target[1]):
+        if not is_test_path(target.path):
             dst = value_id(target, ids_of)
             if dst is not None:
                 yield dst, spans
             continue
-        if target[0] == "c" or is_test_name(_name(ids_of, target)):
+        if isinstance(target, Class) or is_test_name(_name(ids_of, target)):
             continue
-        for inner, _inner_spans in calls_of(target[1], target[2]):
-            if inner[0] in ("f", "c", "b") and not is_test_path(inner[1]):
+        for inner, _inner_spans in calls_of(target.path, target.idx):
+            if isinstance(inner, _DEFINITIONS) and not is_test_path(inner.path):
                 dst = value_id(inner, ids_of)
                 if dst is not None:
                     yield dst, spans
 
 
-def _name(ids_of: dict[str, list[str]], value: Value) -> str:
-    ids = ids_of.get(value[1])
-    return ids[value[2]].rpartition(".")[2].rpartition(":")[2] if ids else ""
+def _name(ids_of: dict[str, list[str]], value: ScopeValue) -> str:
+    ids = ids_of.get(value.path)
+    return ids[value.idx].rpartition(".")[2].rpartition(":")[2] if ids else ""
 
 
 def called_name(func: Expr) -> str:
