@@ -20,6 +20,7 @@ from support.processes import children
 from anchor_ls.index import Index, shares
 from anchor_ls.index import workers as parse_workers
 from anchor_ls.index.binder import Binder
+from anchor_ls.index.state import Function
 from anchor_ls.syntax.parse import summarize
 
 pytestmark = pytest.mark.slow
@@ -110,7 +111,7 @@ def test_a_run_both_processes_take_costs_time_not_facts(
 
 
 SOURCES = {"a.py": b"def f():\n    g()\n\n\ndef g():\n    pass\n", "b.py": b"import a\na.f()\n"}
-CALLS = {"a.py": {(1, "call"): {("f", "a.py", 2)}}, "b.py": {(0, "call"): {("f", "a.py", 1)}}}
+CALLS = {"a.py": {(1, "call"): {Function("a.py", 2)}}, "b.py": {(0, "call"): {Function("a.py", 1)}}}
 
 
 def calls_of(resolved: list) -> dict[str, dict[tuple[int, str], set]]:
@@ -182,7 +183,7 @@ def test_a_worker_resolves_with_the_facts_it_was_taught(monkeypatch: pytest.Monk
         assert shares.split(todo, binder.summaries) == [{"a_use.py": {0}}, {"b_lib.py": {1}}]
         again = rounds.resolve(todo, facts)
         assert rounds.pools[1] is not None, "the worker was dropped: this process resolved"
-    assert calls_of(again)["b_lib.py"][(1, "call")] == {("f", "b_lib.py", 3)}
+    assert calls_of(again)["b_lib.py"][(1, "call")] == {Function("b_lib.py", 3)}
 
 
 def test_a_worker_that_cannot_start_leaves_the_work_here(tmp_path: Path) -> None:

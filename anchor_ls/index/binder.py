@@ -1,17 +1,18 @@
 """The fast binder: resolves call sites, bases and imports to repository entities.
 
-An abstract interpreter over file summaries. Values are small tuples:
-  ("m", relpath)        a module ('folder/' for a namespace package)
-  ("f", relpath, idx)   a function (scope idx of the file), unbound
-  ("b", relpath, idx)   a method bound to its receiver (first parameter taken)
-  ("c", relpath, idx)   a class
-  ("i", relpath, idx)   an instance of a class
-  ("I", relpath, idx)   `self`: an instance of the class or of a subclass
-  ("S", relpath, idx)   `super()` inside class idx
-  ("g", relpath, idx)   the generator a generator function returns
-  ("L", frozenset)      a container of values
-  ("D", tuple)          a dict with constant keys: ((key, frozenset), ...)
-  ("x", dotted)         something outside the repository (stdlib, third party)
+An abstract interpreter over file summaries. Values are named types (anchor_ls.index.state):
+  Module(relpath)             a module ('folder/' for a namespace package)
+  Function(relpath, idx)      a function (scope idx of the file), unbound
+  BoundMethod(relpath, idx)   a method bound to its receiver (first parameter taken)
+  Class(relpath, idx)         a class
+  Instance(relpath, idx)      an instance of a class
+  SelfInstance(relpath, idx)  `self`: an instance of the class or of a subclass
+  Super(relpath, idx)         `super()` inside class idx
+  Generator(relpath, idx)     the generator a generator function returns
+  Container(frozenset)        a container of values
+  Dict(tuple)                 a dict with constant keys: ((key, frozenset), ...)
+  DictMethod(dict, method)    `d.get`, `d.pop`, `d.setdefault`, `d.values` of such a dict
+  External(dotted)            something outside the repository (stdlib, third party)
 Names are looked up flow-sensitively within a scope (the latest binding that
 dominates the use, plus the conditional ones after it) and by final state from
 nested scopes. Arguments flow into parameters across calls, iterated to a

@@ -34,7 +34,7 @@ def _engine_digest() -> str:
     return h.hexdigest()
 
 
-SCHEMA = f"anchor-ls {__version__} cache 4 engine {_engine_digest()}"
+SCHEMA = f"anchor-ls {__version__} cache 5 engine {_engine_digest()}"
 FILE_NAME = "index.sqlite3"
 
 

@@ -16,7 +16,19 @@ from anchor_ls.index.bind.definitions import is_settings_module, value_names_in
 from anchor_ls.index.bind.values import in_order
 from anchor_ls.index.decorators import decorator_kind
 from anchor_ls.index.model import CONFIG_USAGE, CONST_REF, ENV_VAR, IO_DEP
-from anchor_ls.index.state import Ctx, FileFacts, Value, Values
+from anchor_ls.index.state import (
+    CALLABLE,
+    INSTANCES,
+    BoundMethod,
+    Class,
+    Ctx,
+    External,
+    FileFacts,
+    Function,
+    Module,
+    Value,
+    Values,
+)
 from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.parse import is_constant_name
 from anchor_ls.syntax.summary import CallSite
@@ -214,9 +226,9 @@ def external_call(
         return
     ctx: Ctx | None = None
     for value in in_order(callees):
-        if value[0] != "x":
+        if not isinstance(value, External):
             continue
-        dotted = value[1].replace("()", "")
+        dotted = value.dotted.replace("()", "")
         kind = io_kind(dotted)
         if kind is not None:
             facts.dense[(idx, IO_DEP, f"io:{kind}")].append(site.span)
@@ -247,10 +259,10 @@ def resolve_uses(
             if expr[0] == "n" and _is_parameter(db, path, idx, expr[1]):
                 continue  # passing on what a caller passed in: the caller made the reference
             for value in db.eval(expr, Ctx(path, idx, pos, blocks)):
-                if value[0] in ("f", "b", "c"):
-                    facts.refs[(idx, ("f" if value[0] == "b" else value[0], *value[1:]))].append(
-                        span
-                    )
+                if isinstance(value, BoundMethod):  # a reference to the function
+                    facts.refs[(idx, Function(value.path, value.idx))].append(span)
+                elif isinstance(value, Function | Class):
+                    facts.refs[(idx, value)].append(span)
         elif tag == "n":
             origin = constant_origin(db, path, idx, expr[1])
             if origin is not None and origin[0] != path:
@@ -258,9 +270,9 @@ def resolve_uses(
         else:  # "s": a constant key read from a mapping
             key = str(expr[2][1])
             for value in db.eval(expr[1], Ctx(path, idx, pos, blocks)):
-                if value[0] != "x":
+                if not isinstance(value, External):
                     continue
-                dotted = value[1].replace("()", "")
+                dotted = value.dotted.replace("()", "")
                 if dotted in _ENV_MAPPINGS:
                     facts.dense[(idx, ENV_VAR, f"env:{key}")].append(span)
                 elif dotted.startswith(_CONFIG_OWNERS) and dotted.endswith(".config"):
@@ -280,13 +292,13 @@ def resolve_attribute_reads(
             continue
         owner = db.eval(base, Ctx(path, idx, pos, blocks))
         for value in owner:
-            if value[0] == "m" and constant:
-                origin = module_constant(db, value[1], name)
+            if isinstance(value, Module) and constant:
+                origin = module_constant(db, value.path, name)
                 if origin is not None and origin[0] != path:
                     facts.dense[(idx, CONST_REF, f"{origin[0]}:{origin[1]}")].append(span)
         if local and base[0] == "n" and base[1] in lookup.names(db, path, idx):
             # a local object is not the module-level config object the issue means
-            owner = frozenset(v for v in owner if v[0] == "x")
+            owner = frozenset(v for v in owner if isinstance(v, External))
         for target in settings_targets(db, owner, name):
             facts.dense[(idx, CONFIG_USAGE, target)].append(span)
 
@@ -300,16 +312,15 @@ def settings_targets(db: BinderState, owner: Values, name: str) -> list[str]:
 
 
 def _is_settings_object(db: BinderState, value: Value, name: str) -> bool:
-    kind = value[0]
-    if kind == "x":
-        return value[1] in _SETTINGS_OBJECTS and is_constant_name(name)
-    if kind not in ("i", "I"):
+    if isinstance(value, External):
+        return value.dotted in _SETTINGS_OBJECTS and is_constant_name(name)
+    if not isinstance(value, INSTANCES):
         return False
-    cls = (value[1], value[2])
+    cls = value.scope
     if not db.scope(*cls).name.endswith(_SETTINGS_CLASS_SUFFIXES):
         return False
     # A method or property of the settings class is behaviour, not a setting.
-    return not any(v[0] in ("f", "b") for v in classes.class_attr(db, cls, name, bound=True))
+    return not any(isinstance(v, CALLABLE) for v in classes.class_attr(db, cls, name, bound=True))
 
 
 def decorator_reference(
@@ -322,10 +333,12 @@ def decorator_reference(
         return
     if decorator_kind(site.func) != "instance":
         return
-    if callees and all(v[0] == "x" and v[1].startswith(_RESHAPING) for v in callees):
+    if callees and all(
+        isinstance(v, External) and v.dotted.startswith(_RESHAPING) for v in callees
+    ):
         return
-    kind = "c" if db.scope(path, decorated[1]).kind == "class" else "f"
-    facts.refs[(idx, (kind, path, decorated[1]))].append(site.span)
+    kind = Class if db.scope(path, decorated[1]).kind == "class" else Function
+    facts.refs[(idx, kind(path, decorated[1]))].append(site.span)
 
 
 def _is_parameter(db: BinderState, path: str, idx: int, name: str) -> bool:

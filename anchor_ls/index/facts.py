@@ -18,7 +18,17 @@ from anchor_ls.index.model import (
     Entity,
     Span,
 )
-from anchor_ls.index.state import FileFacts, Value, pack_sites
+from anchor_ls.index.state import (
+    BoundMethod,
+    Class,
+    External,
+    FileFacts,
+    Function,
+    Module,
+    ScopeValue,
+    Value,
+    pack_sites,
+)
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.index.via import CONSTRUCTOR
 from anchor_ls.syntax.summary import Body, Expr, FileSummary
@@ -79,13 +89,16 @@ def entities(summary: FileSummary, ids: list[str]) -> list[Entity]:
     return list(by_id.values())
 
 
+# The values that stand for a definition of the repository itself (an entity).
+_DEFINITIONS = (Function, Class, BoundMethod)
+
+
 def value_id(value: Value, binder_scopes: dict[str, list[str]]) -> str | None:
-    kind = value[0]
-    if kind in ("f", "c", "b"):
-        ids = binder_scopes.get(value[1])
-        return ids[value[2]] if ids is not None else None
-    if kind == "m" and not value[1].endswith("/"):
-        return value[1]
+    if isinstance(value, _DEFINITIONS):
+        ids = binder_scopes.get(value.path)
+        return ids[value.idx] if ids is not None else None
+    if isinstance(value, Module) and not value.path.endswith("/"):
+        return value.path
     return None
 
 
@@ -163,7 +176,7 @@ def edges(
                         via[edge] = how
         for idx, bases in facts.outside_bases.items():
             for base in bases:
-                dst = outside.target(base[1]) if base[0] == "x" else None
+                dst = outside.target(base.dotted) if isinstance(base, External) else None
                 if dst is not None:
                     out.add(Edge(INHERITS, ids[idx], dst))
         not_installed = missing_packages(facts, outside)
@@ -223,7 +236,10 @@ def base_order(
         if outside is not None and idx in facts.outside_bases:
             declared = facts.outside_bases[idx]
         for base in declared:
-            dst = outside.target(base[1]) if base[0] == "x" and outside else value_id(base, ids_of)
+            if isinstance(base, External):
+                dst = outside.target(base.dotted) if outside is not None else None
+            else:
+                dst = value_id(base, ids_of)
             if dst is not None and dst != cls and dst not in bases:
                 bases.append(dst)
     return {cls: tuple(bases) for cls, bases in listed.items() if len(bases) > 1}
@@ -235,25 +251,25 @@ def _exercised(
     """What a test calls outside test code, directly or through one helper of test code
     (a fixture factory, an assertion helper): spans are the test's own call sites."""
     for target, spans in calls_of(path, idx):
-        if target[0] not in ("f", "c", "b"):
+        if not isinstance(target, _DEFINITIONS):
             continue
-        if not is_test_path(target[1]):
+        if not is_test_path(target.path):
             dst = value_id(target, ids_of)
             if dst is not None:
                 yield dst, spans
             continue
-        if target[0] == "c" or is_test_name(_name(ids_of, target)):
+        if isinstance(target, Class) or is_test_name(_name(ids_of, target)):
             continue
-        for inner, _inner_spans in calls_of(target[1], target[2]):
-            if inner[0] in ("f", "c", "b") and not is_test_path(inner[1]):
+        for inner, _inner_spans in calls_of(target.path, target.idx):
+            if isinstance(inner, _DEFINITIONS) and not is_test_path(inner.path):
                 dst = value_id(inner, ids_of)
                 if dst is not None:
                     yield dst, spans
 
 
-def _name(ids_of: dict[str, list[str]], value: Value) -> str:
-    ids = ids_of.get(value[1])
-    return ids[value[2]].rpartition(".")[2].rpartition(":")[2] if ids else ""
+def _name(ids_of: dict[str, list[str]], value: ScopeValue) -> str:
+    ids = ids_of.get(value.path)
+    return ids[value.idx].rpartition(".")[2].rpartition(":")[2] if ids else ""
 
 
 def called_name(func: Expr) -> str:

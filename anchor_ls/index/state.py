@@ -5,13 +5,192 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 from anchor_ls.syntax.summary import Span
 
-Value = tuple
-Values = frozenset
-EMPTY: frozenset = frozenset()
+# The binder's abstract values. Each kind is its own NamedTuple type, and each keeps its
+# old one- or two-letter tag as a hidden first item (its constructor sets it): two kinds
+# with the same fields (a class and an instance of it) never compare equal or collide in
+# a set, hashing and comparing stay tuple's own (fast, no object per value beyond the
+# tuple), and values sort in the fixed order they always had, the tag first (see
+# anchor_ls.index.bind.values.in_order), which the graph depends on.
+_make = tuple.__new__
+
+
+class _ScopeFields(NamedTuple):
+    tag: str
+    path: str  # the file's relpath
+    idx: int  # the scope's index in the file's summary
+
+
+class ScopeValue(_ScopeFields):
+    """A value that names a scope of a file: a function, a class or what it makes."""
+
+    __slots__ = ()
+    TAG: ClassVar[str] = ""
+
+    def __new__(cls, path: str, idx: int) -> ScopeValue:
+        return _make(cls, (cls.TAG, path, idx))
+
+    def __getnewargs__(self) -> tuple[str, int]:  # type: ignore[override]
+        return (self[1], self[2])
+
+    @property
+    def scope(self) -> tuple[str, int]:
+        return (self[1], self[2])
+
+
+class Function(ScopeValue):
+    """A function (or method, unbound) defined by scope idx of path."""
+
+    __slots__ = ()
+    TAG = "f"
+
+
+class BoundMethod(ScopeValue):
+    """A method bound to its receiver: calls pass its first parameter."""
+
+    __slots__ = ()
+    TAG = "b"
+
+
+class Class(ScopeValue):
+    __slots__ = ()
+    TAG = "c"
+
+
+class Instance(ScopeValue):
+    """An instance of the class."""
+
+    __slots__ = ()
+    TAG = "i"
+
+
+class SelfInstance(ScopeValue):
+    """`self`: an instance of the class or of a subclass (overrides count)."""
+
+    __slots__ = ()
+    TAG = "I"
+
+
+class Super(ScopeValue):
+    """`super()` inside the class."""
+
+    __slots__ = ()
+    TAG = "S"
+
+
+class Generator(ScopeValue):
+    """The generator a generator function returns."""
+
+    __slots__ = ()
+    TAG = "g"
+
+
+class _ModuleFields(NamedTuple):
+    tag: str
+    path: str  # the relpath; 'folder/' for a namespace package
+
+
+class Module(_ModuleFields):
+    __slots__ = ()
+
+    def __new__(cls, path: str) -> Module:
+        return _make(cls, ("m", path))
+
+    def __getnewargs__(self) -> tuple[str]:  # type: ignore[override]
+        return (self[1],)
+
+
+class _ExternalFields(NamedTuple):
+    tag: str
+    dotted: str  # `os.path.join`, `builtins.len()` (what a call of it gives)
+
+
+class External(_ExternalFields):
+    """Something outside the repository (stdlib, third party)."""
+
+    __slots__ = ()
+
+    def __new__(cls, dotted: str) -> External:
+        return _make(cls, ("x", dotted))
+
+    def __getnewargs__(self) -> tuple[str]:  # type: ignore[override]
+        return (self[1],)
+
+
+class _ContainerFields(NamedTuple):
+    tag: str
+    items: frozenset[Value]
+
+
+class Container(_ContainerFields):
+    """A list, tuple, set or other container of values."""
+
+    __slots__ = ()
+
+    def __new__(cls, items: frozenset[Value]) -> Container:
+        return _make(cls, ("L", items))
+
+    def __getnewargs__(self) -> tuple[frozenset[Value]]:  # type: ignore[override]
+        return (self[1],)
+
+
+class _DictFields(NamedTuple):
+    tag: str
+    items: tuple[tuple[str, frozenset[Value]], ...]  # sorted by key; "*": any key
+
+
+class Dict(_DictFields):
+    """A dict with constant keys."""
+
+    __slots__ = ()
+
+    def __new__(cls, items: tuple[tuple[str, frozenset[Value]], ...]) -> Dict:
+        return _make(cls, ("D", items))
+
+    def __getnewargs__(self) -> tuple[tuple[tuple[str, frozenset[Value]], ...]]:  # type: ignore[override]
+        return (self[1],)
+
+
+class _DictMethodFields(NamedTuple):
+    tag: str
+    dict: Dict
+    method: str  # get, pop, setdefault, values
+
+
+class DictMethod(_DictMethodFields):
+    """A method of a dict value that gives its values (`d.get`)."""
+
+    __slots__ = ()
+
+    def __new__(cls, dict: Dict, method: str) -> DictMethod:
+        return _make(cls, ("dv", dict, method))
+
+    def __getnewargs__(self) -> tuple[Dict, str]:  # type: ignore[override]
+        return (self[1], self[2])
+
+
+Value = (
+    Module
+    | Function
+    | BoundMethod
+    | Class
+    | Instance
+    | SelfInstance
+    | Super
+    | Generator
+    | Container
+    | Dict
+    | External
+    | DictMethod
+)
+Values = frozenset[Value]
+VALUE_TYPES = (ScopeValue, Module, External, Container, Dict, DictMethod)
+CALLABLE = (Function, BoundMethod)  # what a call site calls as a function
+INSTANCES = (Instance, SelfInstance)
+EMPTY: Values = frozenset()
 
 
 class OutsideSite(NamedTuple):
@@ -31,7 +210,7 @@ class Ctx:
     scope: int
     pos: int | None  # None: the scope's final state
     blocks: tuple[int, ...] = ()
-    implicit: list[Value] | None = None  # property getters read while evaluating
+    implicit: list[Function] | None = None  # property getters read while evaluating
 
 
 @dataclass(slots=True)
@@ -170,8 +349,14 @@ def unpack_site(line: str) -> tuple[str, Span]:
 
 
 def renumbered(data: object, path: str, numbers: dict[int, int]) -> object:
-    """data with every value that names a scope of path, (kind, path, index) or
-    (path, index), pointing at the scope's new index."""
+    """data with every value that names a scope of path (a ScopeValue, or a (path, index)
+    key) pointing at the scope's new index."""
+    if isinstance(data, ScopeValue):
+        if data[1] == path:
+            return type(data)(path, numbers.get(data[2], data[2]))
+        return data
+    if isinstance(data, VALUE_TYPES):  # a value holding values: each of its fields
+        return type(data)(*(renumbered(v, path, numbers) for v in data[1:]))
     if isinstance(data, tuple):
         n = len(data)
         if n == 3 and data[1] == path and isinstance(data[2], int):

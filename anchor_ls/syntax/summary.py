@@ -408,11 +408,53 @@ def pack_bodies(summary: FileSummary) -> FileSummary:
             for body in ((s.calls, s.attr_reads, s.uses) for s in summary.scopes)
         ]
         summary.bodies = zlib.compress(pickle.dumps(bodies, pickle.HIGHEST_PROTOCOL), 1)
+        seen: dict[tuple, tuple] = {}
         for scope in summary.scopes:
             scope.calls = scope.attr_reads = scope.uses = ()
             for name in _GROWN:  # done growing: tuples are smaller, and most are the empty one
-                setattr(scope, name, tuple(getattr(scope, name)))
+                setattr(scope, name, tuple(_shared_items(getattr(scope, name), seen)))
+            scope.returns = _shared(scope.returns, seen)
+            scope.metaclass = _shared(scope.metaclass, seen)
     return summary
+
+
+def _shared_items(items: Sequence[Any], seen: dict[tuple, tuple]) -> Sequence[Any]:
+    """items with each expression in them equal to one met before in the file (`self`,
+    `self.x`, `str` as a parameter's annotation) made that one object: pickled, a file's
+    summary then holds each once (half its tuples on Django were repeats, 16 MB of a warm
+    start). Bindings stay objects of their own: the binder keeps their values by id."""
+    try:
+        return [
+            Binding(b.name, _shared(b.value, seen), b.pos, _shared(b.blocks, seen))
+            if type(b) is Binding
+            else _shared(b, seen)
+            for b in items
+        ]
+    except RecursionError:  # an expression too deep to walk: as it is
+        return items
+
+
+def _shared(value: Any, seen: dict[tuple, tuple]) -> Any:
+    if not isinstance(value, tuple):
+        return value
+    items = tuple(_shared(v, seen) for v in value)
+    # the type and items tell a tuple: nested tuples by identity (each is the one seen),
+    # strings as they are, other constants with their type (True == 1 == 1.0)
+    key = (type(value), *(_item_key(v) for v in items))
+    found = seen.get(key)
+    if found is None:
+        same = all(a is b for a, b in zip(items, value, strict=True))
+        found = seen[key] = value if same else tuple.__new__(type(value), items)
+    return found
+
+
+def _item_key(item: object) -> object:
+    kind = type(item)
+    if kind is str:
+        return item
+    if isinstance(item, tuple):
+        return id(item)
+    return (kind, item if kind is int or item is None else repr(item))
 
 
 # The Scope fields the parser appends to.

@@ -19,7 +19,18 @@ from anchor_ls.index.bind.definitions import as_annotation, property_names_in
 from anchor_ls.index.bind.memo import guarded
 from anchor_ls.index.bind.values import cap, in_order, value_key
 from anchor_ls.index.mro import Linearization, mro_of
-from anchor_ls.index.state import EMPTY, Ctx, Value, Values
+from anchor_ls.index.state import (
+    CALLABLE,
+    EMPTY,
+    BoundMethod,
+    Class,
+    Ctx,
+    External,
+    Function,
+    ScopeValue,
+    Value,
+    Values,
+)
 from anchor_ls.syntax.summary import Expr
 
 
@@ -45,7 +56,7 @@ def mro(db: BinderState, cls: tuple[str, int]) -> Linearization[tuple[str, int]]
 
 def repository_bases(db: BinderState, cls: tuple[str, int]) -> list[tuple[str, int]]:
     """cls's bases that are repository classes, in declared order."""
-    return [(v[1], v[2]) for v in class_bases(db, cls) if v[0] == "c"]
+    return [v.scope for v in class_bases(db, cls) if isinstance(v, Class)]
 
 
 def class_attr(
@@ -120,16 +131,16 @@ def _first_in_mro(
 
 
 def _bind_method(db: BinderState, value: Value, bound: bool) -> Value:
-    if value[0] != "f":
+    if not isinstance(value, Function):
         return value
-    scope = db.scope(value[1], value[2])
-    if scope.kind != "function" or db.scope(value[1], scope.parent).kind != "class":
+    scope = db.scope(value.path, value.idx)
+    if scope.kind != "function" or db.scope(value.path, scope.parent).kind != "class":
         return value
-    kind = lookup.method_kind(db, value[1], value[2])
+    kind = lookup.method_kind(db, value.path, value.idx)
     if kind == "static":
         return value
     if kind == "class" or bound:
-        return ("b", value[1], value[2])
+        return BoundMethod(value.path, value.idx)
     return value
 
 
@@ -143,8 +154,8 @@ def metaclass_call(db: BinderState, cls: tuple[str, int]) -> Values:
     meta = db.eval(scope.metaclass, Ctx(klass[0], scope.parent, None))
     out: set[Value] = set()
     for m in in_order(meta):
-        if m[0] == "c":
-            out |= class_attr(db, (m[1], m[2]), "__call__", bound=True)
+        if isinstance(m, Class):
+            out |= class_attr(db, m.scope, "__call__", bound=True)
     return frozenset(out)
 
 
@@ -176,7 +187,7 @@ def _stored_and_getters(db: BinderState, cls: tuple[str, int], name: str) -> tup
         bindings = lookup.names(db, *klass)[name]
         values = lookup.reaching(db, klass[0], klass[1], name, bindings, None, ())
         for v in in_order(values):
-            if v[0] == "f" and _is_property(db, v):
+            if isinstance(v, Function) and _is_property(db, v):
                 getters.append(v)
             else:
                 out.add(_bind_method(db, v, True))
@@ -214,15 +225,15 @@ def _storers_in_mro(db: BinderState, cls: tuple[str, int], name: str) -> list[tu
     return out
 
 
-def _is_property(db: BinderState, value: Value) -> bool:
-    scope = db.scope(value[1], value[2])
-    return scope.kind == "function" and lookup.method_kind(db, value[1], value[2]) == "property"
+def _is_property(db: BinderState, value: ScopeValue) -> bool:
+    scope = db.scope(value.path, value.idx)
+    return scope.kind == "function" and lookup.method_kind(db, value.path, value.idx) == "property"
 
 
-def _read_property(db: BinderState, fn: Value, ctx: Ctx | None) -> Values:
+def _read_property(db: BinderState, fn: Function, ctx: Ctx | None) -> Values:
     if ctx is not None and ctx.implicit is not None:
         ctx.implicit.append(fn)
-    return db.returns((fn[1], fn[2]))
+    return db.returns(fn.scope)
 
 
 def inst_attrs(db: BinderState, cls: tuple[str, int]) -> dict[str, list]:
@@ -290,8 +301,8 @@ def _container_items_of(db: BinderState, cls: tuple[str, int]) -> tuple[Values, 
 
 def _container_kind(values: Values) -> str | None:
     for v in in_order(values):
-        if v[0] == "x":
-            home, _, name = v[1].rpartition(".")
+        if isinstance(v, External):
+            home, _, name = v.dotted.rpartition(".")
             if home in _CONTAINER_HOMES:
                 if name in _SEQUENCES:
                     return "sequence"
@@ -303,7 +314,7 @@ def _container_kind(values: Values) -> str | None:
 def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
     out: set[Value] = set()
     for v in in_order(class_attr(db, cls, name, bound=True, start=1)):
-        if v[0] == "f" and _is_property(db, v):
+        if isinstance(v, Function) and _is_property(db, v):
             out |= _read_property(db, v, ctx)
         else:
             out.add(v)
@@ -368,8 +379,8 @@ def _put_classes(db: BinderState, paths: list[str]) -> None:
         for i, scope in enumerate(db.summaries[path].scopes):
             if scope.kind == "class" and scope.bases:
                 for base in class_bases(db, (path, i)):
-                    if base[0] == "c":
-                        share.bases.append(((base[1], base[2]), (path, i)))
+                    if isinstance(base, Class):
+                        share.bases.append((base.scope, (path, i)))
         db._tables.put(path, share)
 
 
@@ -463,7 +474,7 @@ def _override_values(db: BinderState, klass: tuple[str, int], name: str) -> set[
         if _may_be_callable(value_expr):
             stored |= db.eval(value_expr, Ctx(path, scope_idx, pos))
     for v in class_attr(db, klass, name, bound=True) | stored:
-        if v[0] in ("f", "b") and not _is_property(db, ("f", v[1], v[2])):
+        if isinstance(v, CALLABLE) and not _is_property(db, v):
             out.add(v)
     return out
 

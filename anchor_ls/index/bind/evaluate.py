@@ -15,7 +15,26 @@ from anchor_ls.index.bind import classes, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import as_annotation, is_overload
 from anchor_ls.index.bind.values import cap, dict_key, in_order
-from anchor_ls.index.state import EMPTY, Ctx, Value, Values
+from anchor_ls.index.state import (
+    CALLABLE,
+    EMPTY,
+    INSTANCES,
+    BoundMethod,
+    Class,
+    Container,
+    Ctx,
+    Dict,
+    DictMethod,
+    External,
+    Function,
+    Generator,
+    Instance,
+    Module,
+    SelfInstance,
+    Super,
+    Value,
+    Values,
+)
 from anchor_ls.syntax.summary import Binding, Expr, Param, Scope
 
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
@@ -34,8 +53,8 @@ def eval(db: BinderState, expr: Expr, ctx: Ctx) -> Values:
         return call_result(db, eval(db, expr[1], ctx), expr, ctx)
     if tag == "f":
         scope = db.summaries[ctx.path].scopes[expr[1]]
-        kind = "c" if scope.kind == "class" else "f"
-        return frozenset({(kind, ctx.path, expr[1])})
+        kind = Class if scope.kind == "class" else Function
+        return frozenset({kind(ctx.path, expr[1])})
     if tag == "dw":
         made = _made(db, ctx.path, expr[1], expr[2])
         return made or eval(db, ("f", expr[1]), ctx)
@@ -51,7 +70,7 @@ def eval(db: BinderState, expr: Expr, ctx: Ctx) -> Values:
                 elems |= elements(db, eval(db, item[1], ctx))
             else:
                 elems |= eval(db, item, ctx)
-        return frozenset({("L", cap(elems))}) if elems else EMPTY
+        return frozenset({Container(cap(elems))}) if elems else EMPTY
     if tag == "d":
         keyed: dict[str, set[Value]] = defaultdict(set)
         for key, val in expr[1]:
@@ -60,7 +79,7 @@ def eval(db: BinderState, expr: Expr, ctx: Ctx) -> Values:
                 keyed[dict_key(key[1]) if key[0] == "k" else "*"] |= vals
         if not keyed:
             return EMPTY
-        return frozenset({("D", tuple(sorted((k, frozenset(v)) for k, v in keyed.items())))})
+        return frozenset({Dict(tuple(sorted((k, frozenset(v)) for k, v in keyed.items())))})
     if tag == "s":
         item = lookup.literal_item(db, expr, ctx)
         if item is not None:
@@ -88,7 +107,7 @@ def eval(db: BinderState, expr: Expr, ctx: Ctx) -> Values:
         target = db.modules.resolve(module, level, ctx.path)
         if target is None:
             if level == 0 and module:
-                return frozenset({("x", f"{module}.{name}")})
+                return frozenset({External(f"{module}.{name}")})
             return EMPTY
         return lookup.module_attr(db, target, name)
     return EMPTY
@@ -97,25 +116,24 @@ def eval(db: BinderState, expr: Expr, ctx: Ctx) -> Values:
 def attribute(db: BinderState, bases: Values, name: str, ctx: Ctx) -> Values:
     out: set[Value] = set()
     for base in in_order(bases):
-        kind = base[0]
-        if kind == "m":
-            out |= lookup.module_attr(db, base[1], name)
-        elif kind in ("i", "I") and name == "__class__":
-            out.add(("c", base[1], base[2]))
-        elif kind in ("i", "I"):
-            cls = (base[1], base[2])
+        if isinstance(base, Module):
+            out |= lookup.module_attr(db, base.path, name)
+        elif isinstance(base, INSTANCES) and name == "__class__":
+            out.add(Class(base.path, base.idx))
+        elif isinstance(base, INSTANCES):
+            cls = base.scope
             found = classes.instance_attr(db, cls, name, ctx)
-            if kind == "I":
+            if isinstance(base, SelfInstance):
                 found |= classes.overrides(db, cls, name)
             out |= found
-        elif kind == "c":
-            out |= classes.class_attr(db, (base[1], base[2]), name, bound=False)
-        elif kind == "S":
-            out |= classes.super_attr(db, (base[1], base[2]), name, ctx)
-        elif kind == "x":
-            out.add(("x", f"{base[1]}.{name}"))
-        elif kind == "D" and name in _DICT_VALUE_METHODS:
-            out.add(("dv", base, name))
+        elif isinstance(base, Class):
+            out |= classes.class_attr(db, base.scope, name, bound=False)
+        elif isinstance(base, Super):
+            out |= classes.super_attr(db, base.scope, name, ctx)
+        elif isinstance(base, External):
+            out.add(External(f"{base.dotted}.{name}"))
+        elif isinstance(base, Dict) and name in _DICT_VALUE_METHODS:
+            out.add(DictMethod(base, name))
     return cap(out)
 
 
@@ -123,16 +141,16 @@ def subscript(db: BinderState, bases: Values, key: Expr) -> Values:
     sliced = key[0] == "sl"
     out: set[Value] = set()
     for base in in_order(bases):
-        if base[0] in ("i", "I"):
-            out |= _item(db, (base[1], base[2]), sliced)
+        if isinstance(base, INSTANCES):
+            out |= _item(db, base.scope, sliced)
         elif sliced:  # a slice of a container is a container of the same things
-            if base[0] == "L":
+            if isinstance(base, Container):
                 out.add(base)
-        elif base[0] == "L":
-            out |= base[1]
-        elif base[0] == "D":
+        elif isinstance(base, Container):
+            out |= base.items
+        elif isinstance(base, Dict):
             wanted = dict_key(key[1]) if key[0] == "k" else None
-            for k, vals in base[1]:
+            for k, vals in base.items:
                 if wanted is None or k in (wanted, "*"):
                     out |= vals
     return frozenset(out)
@@ -146,7 +164,7 @@ def _item(db: BinderState, cls: tuple[str, int], sliced: bool) -> Values:
         return annotated
     items = classes.container_items(db, cls)[1]
     if sliced:
-        return frozenset({("L", items)}) if items else EMPTY
+        return frozenset({Container(items)}) if items else EMPTY
     return items
 
 
@@ -156,9 +174,9 @@ def _getitem_annotation(db: BinderState, cls: tuple[str, int], sliced: bool) -> 
     out: set[Value] = set()
     annotated = False
     for fn in in_order(classes.instance_attr(db, cls, "__getitem__", None)):
-        if fn[0] not in ("f", "b"):
+        if not isinstance(fn, CALLABLE):
             continue
-        for path, idx in _variants(db, (fn[1], fn[2]), sliced):
+        for path, idx in _variants(db, fn.scope, sliced):
             returns = db.scope(path, idx).returns
             if returns is not None:
                 annotated = True
@@ -203,27 +221,27 @@ def _names_slice(ann: Expr | None) -> bool:
 def elements(db: BinderState, values: Values) -> Values:
     out: set[Value] = set()
     for v in in_order(values):
-        if v[0] == "L":
-            out |= v[1]
-        elif v[0] == "D":
+        if isinstance(v, Container):
+            out |= v.items
+        elif isinstance(v, Dict):
             continue  # iterating a dict gives its keys
-        elif v[0] == "g":
-            out |= yields(db, (v[1], v[2]))
-        elif v[0] in ("i", "I"):  # __iter__ a generator, or an iterator whose __next__ returns
-            out |= classes.container_items(db, (v[1], v[2]))[0]
-            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__iter__", None)):
-                if fn[0] not in ("f", "b"):
+        elif isinstance(v, Generator):
+            out |= yields(db, v.scope)
+        elif isinstance(v, INSTANCES):  # __iter__ a generator, or an iterator with __next__
+            out |= classes.container_items(db, v.scope)[0]
+            for fn in in_order(classes.instance_attr(db, v.scope, "__iter__", None)):
+                if not isinstance(fn, CALLABLE):
                     continue
-                for it in in_order(returns(db, (fn[1], fn[2]))):
-                    if it[0] == "g":
-                        out |= yields(db, (it[1], it[2]))
-                    elif it[0] == "L":  # `-> Iterator[T]`
-                        out |= it[1]
-                    elif it[0] in ("i", "I"):
-                        nexts = classes.instance_attr(db, (it[1], it[2]), "__next__", None)
+                for it in in_order(returns(db, fn.scope)):
+                    if isinstance(it, Generator):
+                        out |= yields(db, it.scope)
+                    elif isinstance(it, Container):  # `-> Iterator[T]`
+                        out |= it.items
+                    elif isinstance(it, INSTANCES):
+                        nexts = classes.instance_attr(db, it.scope, "__next__", None)
                         for nxt in in_order(nexts):
-                            if nxt[0] in ("f", "b"):
-                                out |= returns(db, (nxt[1], nxt[2]))
+                            if isinstance(nxt, CALLABLE):
+                                out |= returns(db, nxt.scope)
     return frozenset(out)
 
 
@@ -251,12 +269,12 @@ def _returned_item(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values 
         return None
     out: set[Value] = set()
     for v in in_order(callees):
-        if v[0] not in ("f", "b"):
+        if not isinstance(v, CALLABLE):
             return None
-        scope = db.scope(v[1], v[2])
+        scope = db.scope(v.path, v.idx)
         if scope.kind != "function" or scope.yields or not scope.return_values:
             return None
-        inside = Ctx(v[1], v[2], None)
+        inside = Ctx(v.path, v.idx, None)
         for returned in scope.return_values:
             items = _literal_items(returned)
             if items is None or not -len(items) <= index < len(items):
@@ -273,7 +291,7 @@ def _paired(db: BinderState, expr: Expr, index: int, ctx: Ctx) -> Values | None:
     func, args = expr[1][1], expr[1][2]
     if any(a[0] == "*" for a in args) or func[0] != "n" or func[1] not in ("enumerate", "zip"):
         return None
-    if eval(db, func, ctx) != {("x", f"builtins.{func[1]}")}:
+    if eval(db, func, ctx) != {External(f"builtins.{func[1]}")}:
         return None
     if func[1] == "enumerate":
         if not args or index not in (0, 1, -1, -2):
@@ -293,23 +311,23 @@ def starred(db: BinderState, expr: Expr, start: int, after: int, ctx: Ctx) -> Va
             elems |= eval(db, item, ctx)
     else:
         elems = set(elements(db, eval(db, expr, ctx)))
-    return frozenset({("L", frozenset(elems))}) if elems else EMPTY
+    return frozenset({Container(frozenset(elems))}) if elems else EMPTY
 
 
 def entered(db: BinderState, values: Values) -> Values:
     """What `with value as x` binds: __enter__'s result, or the value itself."""
     out: set[Value] = set()
     for v in in_order(values):
-        if v[0] in ("i", "I"):
-            enter = classes.instance_attr(db, (v[1], v[2]), "__enter__", None)
+        if isinstance(v, INSTANCES):
+            enter = classes.instance_attr(db, v.scope, "__enter__", None)
             if enter:
                 for fn in in_order(enter):
-                    if fn[0] in ("f", "b"):
-                        out |= returns(db, (fn[1], fn[2]))
+                    if isinstance(fn, CALLABLE):
+                        out |= returns(db, fn.scope)
                 continue
-        if v[0] == "g":  # a @contextmanager generator: `as` binds what it yields
-            out |= yields(db, (v[1], v[2]))
-        elif v[0] in ("i", "I"):
+        if isinstance(v, Generator):  # a @contextmanager generator: `as` binds what it yields
+            out |= yields(db, v.scope)
+        elif isinstance(v, INSTANCES):
             out.add(v)
     return frozenset(out)
 
@@ -317,12 +335,12 @@ def entered(db: BinderState, values: Values) -> Values:
 def instances(db: BinderState, values: Values, elements: bool = False) -> Values:
     out: set[Value] = set()
     for v in values:
-        if v[0] == "c":
-            out.add(("i", v[1], v[2]))
-        elif v[0] in ("i", "I"):
+        if isinstance(v, Class):
+            out.add(Instance(v.path, v.idx))
+        elif isinstance(v, INSTANCES):
             out.add(v)
-        elif elements and v[0] == "L":
-            out |= instances(db, v[1])
+        elif elements and isinstance(v, Container):
+            out |= instances(db, v.items)
     return frozenset(out)
 
 
@@ -353,18 +371,18 @@ def annotation_values(db: BinderState, ann: Expr | None, ctx: Ctx) -> Values:
             out = set()
             for arg in args:
                 if arg[0] in ("n", "a"):
-                    out |= {v for v in _ann_target(db, arg, ctx) if v[0] == "c"}
+                    out |= {v for v in _ann_target(db, arg, ctx) if isinstance(v, Class)}
             return frozenset(out)
         if name in ("dict", "Dict", "Mapping", "MutableMapping", "defaultdict"):
             vals = annotation_values(db, args[1], ctx) if len(args) > 1 else EMPTY
-            return frozenset({("D", (("*", vals),))}) if vals else EMPTY
+            return frozenset({Dict((("*", vals),))}) if vals else EMPTY
         if name in ("Callable", "Literal"):
             return EMPTY
         elems: set[Value] = set()
         for arg in args:
             elems |= annotation_values(db, arg, ctx)
         if elems:
-            return frozenset({("L", frozenset(elems))})
+            return frozenset({Container(frozenset(elems))})
         return instances(db, _ann_target(db, base, ctx))
     if tag == "l":
         return EMPTY
@@ -420,10 +438,12 @@ def _alias(db: BinderState, ann: Expr, ctx: Ctx, hops: int) -> tuple[str, str, E
     if hops > 8:
         return None
     if ann[0] == "a":
-        modules = [v for v in eval(db, ann[1], Ctx(ctx.path, ctx.scope, None)) if v[0] == "m"]
+        modules = [
+            v for v in eval(db, ann[1], Ctx(ctx.path, ctx.scope, None)) if isinstance(v, Module)
+        ]
         if len(modules) != 1:
             return None
-        ctx, name = Ctx(modules[0][1], 0, None), ann[2]
+        ctx, name = Ctx(modules[0].path, 0, None), ann[2]
     else:
         name = ann[1]
     sole = lookup.sole_binding(db, ctx, name)
@@ -452,18 +472,18 @@ def param_values(db: BinderState, path: str, idx: int, index: int) -> Values:
     if index == 0 and parent is not None and parent.kind == "class" and param.kind == "pos":
         kind = lookup.method_kind(db, path, idx)
         if kind in ("instance", "property"):
-            out.add(("I", path, scope.parent))
+            out.add(SelfInstance(path, scope.parent))
         elif kind == "class":
-            out.add(("c", path, scope.parent))
+            out.add(Class(path, scope.parent))
     elif index == 0 and param.kind == "pos" and scope.kind == "function":
         # `save = _save` in a class body makes a module function a method of that class
-        out |= {("I", *cls) for cls in classes.hosts(db).get((path, idx), ())}
+        out |= {SelfInstance(*cls) for cls in classes.hosts(db).get((path, idx), ())}
     ctx = Ctx(path, idx, None)
     if param.annotation is not None:
         out |= annotation_values(db, param.annotation, ctx)
     if param.default is not None:
         parent_ctx = Ctx(path, scope.parent, None)
-        out |= {v for v in eval(db, param.default, parent_ctx) if v[0] != "x"}
+        out |= {v for v in eval(db, param.default, parent_ctx) if not isinstance(v, External)}
     flowed = db.param_facts.get((path, idx), {}).get(param.name, EMPTY)
     # More is a megamorphic parameter: no edge on a guess. Functions handed over to be
     # called are many by design (a matcher per grouping rule), and each is called; a
@@ -471,11 +491,11 @@ def param_values(db: BinderState, path: str, idx: int, index: int) -> Values:
     if len(flowed) <= _MAX_FLOWED or (
         len(flowed) <= _MAX_CALLBACKS
         and param.name in scope.called_params
-        and all(v[0] == "f" for v in flowed)
+        and all(isinstance(v, Function) for v in flowed)
     ):
         out |= flowed
     if param.kind == "star":
-        return frozenset({("L", frozenset(out))}) if out else EMPTY
+        return frozenset({Container(frozenset(out))}) if out else EMPTY
     return cap(out)
 
 
@@ -495,7 +515,7 @@ def _returns_of(db: BinderState, fn: tuple[str, int]) -> Values:
     if scope.returns is not None:
         out |= annotation_values(db, scope.returns, ctx)
     if scope.yields:
-        out.add(("g", path, idx))
+        out.add(Generator(path, idx))
     else:
         for expr in scope.return_values:
             out |= eval(db, expr, ctx)
@@ -515,22 +535,21 @@ def _yields_of(db: BinderState, fn: tuple[str, int]) -> Values:
 def call_result(db: BinderState, callees: Values, call: Expr, ctx: Ctx) -> Values:
     out: set[Value] = set()
     for v in in_order(callees):
-        kind = v[0]
-        if kind in ("f", "b"):
-            passed = _passed_through(db, (v[1], v[2]), kind == "b", call, ctx)
-            out |= returns(db, (v[1], v[2])) if passed is None else passed
-        elif kind == "c":
-            out.add(("i", v[1], v[2]))
-        elif kind in ("i", "I"):
-            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__call__", None)):
-                if fn[0] in ("f", "b"):
-                    out |= returns(db, (fn[1], fn[2]))
-        elif kind == "x":
-            out |= _external_result(db, v[1], call, ctx)
-        elif kind == "dv":  # d.get(k), d.pop(k), d.values()
-            args, method = call[2], v[2]
-            values = subscript(db, frozenset({v[1]}), args[0] if args else ("u",))
-            out |= values if method != "values" else {("L", values)}
+        if isinstance(v, CALLABLE):
+            passed = _passed_through(db, v.scope, isinstance(v, BoundMethod), call, ctx)
+            out |= returns(db, v.scope) if passed is None else passed
+        elif isinstance(v, Class):
+            out.add(Instance(v.path, v.idx))
+        elif isinstance(v, INSTANCES):
+            for fn in in_order(classes.instance_attr(db, v.scope, "__call__", None)):
+                if isinstance(fn, CALLABLE):
+                    out |= returns(db, fn.scope)
+        elif isinstance(v, External):
+            out |= _external_result(db, v.dotted, call, ctx)
+        elif isinstance(v, DictMethod):  # d.get(k), d.pop(k), d.values()
+            args, method = call[2], v.method
+            values = subscript(db, frozenset({v.dict}), args[0] if args else ("u",))
+            out |= values if method != "values" else {Container(values)}
             if method == "get" and len(args) > 1:
                 out |= eval(db, args[1], ctx)
     return cap(out)
@@ -645,32 +664,36 @@ def _external_result(db: BinderState, dotted: str, call: Expr, ctx: Ctx) -> Valu
     if name == "super":
         cls = lookup.enclosing_class(db, ctx.path, ctx.scope)
         if args and args[0][0] in ("n", "a"):
-            explicit = [v for v in eval(db, args[0], ctx) if v[0] == "c"]
+            explicit = [v for v in eval(db, args[0], ctx) if isinstance(v, Class)]
             if explicit:
-                return frozenset(("S", v[1], v[2]) for v in explicit)
-        return frozenset({("S", ctx.path, cls)}) if cls is not None else EMPTY
+                return frozenset(Super(v.path, v.idx) for v in explicit)
+        return frozenset({Super(ctx.path, cls)}) if cls is not None else EMPTY
     if name in ("copy.copy", "copy.deepcopy") and args:  # a value like the one copied
-        return frozenset(v for v in eval(db, args[0], ctx) if v[0] != "x")
+        return frozenset(v for v in eval(db, args[0], ctx) if not isinstance(v, External))
     if name in ("functools.partial", "partial") and args:
-        return frozenset(v for v in eval(db, args[0], ctx) if v[0] in ("f", "b", "c"))
+        return frozenset(
+            v for v in eval(db, args[0], ctx) if isinstance(v, Function | BoundMethod | Class)
+        )
     if name in ("map", "filter") and args:  # what the function returns / keeps
         elems: set[Value] = set()
         for arg in args:
-            values = frozenset(v for v in eval(db, arg, ctx) if v[0] != "x")
+            values = frozenset(v for v in eval(db, arg, ctx) if not isinstance(v, External))
             if name == "map":
                 elems |= call_result(db, values, call, ctx)
             elems |= elements(db, values)
-        return frozenset({("L", cap(elems))}) if elems else EMPTY
+        return frozenset({Container(cap(elems))}) if elems else EMPTY
     if name in _CONTAINER_BUILTINS and args:
         elems = elements(db, eval(db, args[0], ctx))
-        return frozenset({("L", elems)}) if elems else EMPTY
+        return frozenset({Container(elems)}) if elems else EMPTY
     if name == "type" and len(args) == 1:
-        return frozenset(("c", v[1], v[2]) for v in eval(db, args[0], ctx) if v[0] in "iI")
+        return frozenset(
+            Class(v.path, v.idx) for v in eval(db, args[0], ctx) if isinstance(v, INSTANCES)
+        )
     if name in ("staticmethod", "classmethod", "property") and args:
         return eval(db, args[0], ctx)
     if name == "getattr" and len(args) >= 2 and args[1][0] == "k":
         return attribute(db, eval(db, args[0], ctx), str(args[1][1]), ctx)
-    return frozenset({("x", f"{dotted}()")})
+    return frozenset({External(f"{dotted}()")})
 
 
 def decoration(db: BinderState, path: str, idx: int, start: int = 0) -> tuple[Values, Values]:
@@ -699,14 +722,14 @@ def decoration(db: BinderState, path: str, idx: int, start: int = 0) -> tuple[Va
     for at in range(len(scope.decorators) - 1, start - 1, -1):
         made: set[Value] = set()
         for dec in in_order(eval(db, scope.decorators[at], ctx)):
-            if dec[0] == "c":
-                made.add(("i", dec[1], dec[2]))
-                wrapping.add((dec[1], dec[2]))
-            elif dec[0] in ("f", "b"):
-                wrappers = _wrappers(db, (dec[1], dec[2]), dec[0] == "b")
+            if isinstance(dec, Class):
+                made.add(Instance(dec.path, dec.idx))
+                wrapping.add(dec.scope)
+            elif isinstance(dec, CALLABLE):
+                wrappers = _wrappers(db, dec.scope, isinstance(dec, BoundMethod))
                 made |= wrappers
                 if wrappers:
-                    wrapping.add((dec[1], dec[2]))
+                    wrapping.add(dec.scope)
         current = frozenset(made) or current
         if at > start and (path, idx, at) not in memo:
             memo[(path, idx, at)] = (current, None)
@@ -730,10 +753,10 @@ def _wrappers(db: BinderState, dec: tuple[str, int], bound: bool) -> set[Value]:
     return {
         v
         for v in returns(db, dec)
-        if v[0] == "f"
-        and v[1] == dec[0]
-        and given in scopes[v[2]].free_calls
-        and lookup.nested_in(scopes, v[2], dec[1])
+        if isinstance(v, Function)
+        and v.path == dec[0]
+        and given in scopes[v.idx].free_calls
+        and lookup.nested_in(scopes, v.idx, dec[1])
     }
 
 

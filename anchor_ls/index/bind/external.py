@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from anchor_ls.index.bind.values import in_order
-from anchor_ls.index.state import FileFacts, OutsideSite, Value, Values
+from anchor_ls.index.state import Class, External, FileFacts, OutsideSite, Value, Values
 from anchor_ls.syntax.summary import Span
 
 # What an outside call gives that says nothing of the value: `getattr(obj, name)()`
@@ -22,7 +22,9 @@ UNKNOWN_OUTSIDE = ("builtins.getattr()",)
 def outside_names(callees: Values) -> tuple[str, ...]:
     """The outside names a call site calls (none that say nothing of the value)."""
     return tuple(
-        v[1] for v in in_order(callees) if v[0] == "x" and not v[1].startswith(UNKNOWN_OUTSIDE)
+        v.dotted
+        for v in in_order(callees)
+        if isinstance(v, External) and not v.dotted.startswith(UNKNOWN_OUTSIDE)
     )
 
 
@@ -36,5 +38,5 @@ def note_call(
 
 def note_bases(facts: FileFacts, idx: int, bases: Sequence[Value]) -> None:
     """A class's bases, in declared order, when one is outside the repository."""
-    if any(v[0] == "x" for v in bases):
-        facts.outside_bases[idx] = tuple(v for v in bases if v[0] in ("c", "x"))
+    if any(isinstance(v, External) for v in bases):
+        facts.outside_bases[idx] = tuple(v for v in bases if isinstance(v, Class | External))

@@ -17,7 +17,19 @@ from collections.abc import Callable, Collection, Iterable
 from anchor_ls.index.bind import classes, evaluate, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.values import in_order
-from anchor_ls.index.state import EMPTY, Value, Values, renumbered
+from anchor_ls.index.state import (
+    EMPTY,
+    Class,
+    Container,
+    Dict,
+    DictMethod,
+    Instance,
+    ScopeValue,
+    SelfInstance,
+    Value,
+    Values,
+    renumbered,
+)
 
 
 def scope_contributions(db: BinderState, paths: Iterable[str]) -> dict[str, dict[int, dict]]:
@@ -242,9 +254,9 @@ def _with_bases(db: BinderState, values: Values) -> tuple[Values, frozenset]:
     """values, and the bases of each class among them (or of its instances): a class
     defined in a function can take its bases from the function's parameters."""
     return values, frozenset(
-        (v, tuple(classes.mro(db, (v[1], v[2]))))
+        (v, tuple(classes.mro(db, v.scope)))
         for v in in_order(values)
-        if v[0] in ("c", "i", "I")
+        if isinstance(v, Class | Instance | SelfInstance)
     )
 
 
@@ -333,7 +345,7 @@ def merge_contributions(per_scope: dict[int, dict]) -> dict:
 
 def _named_paths(contrib: dict) -> set[str]:
     """The files whose scopes argument facts name: (path, index) keys and values such as
-    ("f", path, index), at any depth."""
+    Function(path, index), at any depth."""
     out: set[str] = set()
     for fn, params in contrib.items():
         out.add(fn[0])
@@ -345,18 +357,18 @@ def _named_paths(contrib: dict) -> set[str]:
 
 @functools.lru_cache(maxsize=1 << 16)
 @functools.lru_cache(maxsize=1 << 16)
-def _value_paths(value: object) -> frozenset[str]:
+def _value_paths(value: Value) -> frozenset[str]:
     """The files one value names, at any depth (cached: the same nested values are passed
     from file after file, and walking them took 1.5 s of a stdlib build)."""
-    if isinstance(value, tuple):
-        if len(value) == 3 and isinstance(value[2], int) and isinstance(value[1], str):
-            return frozenset((value[1],))
-        return frozenset().union(
-            *(_value_paths(v) for v in value if isinstance(v, tuple | frozenset))
-        )
-    if isinstance(value, frozenset):
-        return frozenset().union(*map(_value_paths, value))
-    return EMPTY
+    if isinstance(value, ScopeValue):
+        return frozenset((value.path,))
+    if isinstance(value, Container):
+        return frozenset().union(*map(_value_paths, value.items))
+    if isinstance(value, Dict):
+        return frozenset().union(*(_value_paths(v) for _key, vs in value.items for v in vs))
+    if isinstance(value, DictMethod):
+        return _value_paths(value.dict)
+    return frozenset()  # a module or an outside thing: no scope of a file
 
 
 def plain(contrib: dict) -> dict:

@@ -18,7 +18,7 @@ from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import PROTOCOLS, is_accessor_variant, method_kind_of
 from anchor_ls.index.bind.memo import guarded
 from anchor_ls.index.bind.values import cap, set_keys, without_keys
-from anchor_ls.index.state import EMPTY, Ctx, Value, Values
+from anchor_ls.index.state import EMPTY, Ctx, External, Module, Value, Values
 from anchor_ls.syntax.summary import Binding, Expr, Scope
 
 _BUILTINS = frozenset(dir(builtins))
@@ -87,7 +87,7 @@ def _outer_of(db: BinderState, path: str, idx: int, name: str) -> Values:
                 break
         idx = scope.parent
     if result is None:
-        result = frozenset({("x", f"builtins.{name}")}) if name in _BUILTINS else EMPTY
+        result = frozenset({External(f"builtins.{name}")}) if name in _BUILTINS else EMPTY
     return result
 
 
@@ -342,8 +342,8 @@ def _star_lookup(db: BinderState, path: str, scope: Scope, name: str) -> Values:
 def module_value(db: BinderState, dotted: str, level: int, importer: str) -> Values:
     target = db.modules.resolve(dotted, level, importer)
     if target is None:
-        return frozenset({("x", dotted)}) if level == 0 and dotted else EMPTY
-    return frozenset({("m", target)})
+        return frozenset({External(dotted)}) if level == 0 and dotted else EMPTY
+    return frozenset({Module(target)})
 
 
 def module_attr(db: BinderState, module: str, name: str) -> Values:
@@ -362,7 +362,7 @@ def _module_attr_of(db: BinderState, module: str, name: str) -> Values:
     if not values:
         sub = db.modules.submodule(module, name)
         if sub is not None:
-            values = frozenset({("m", sub)})
+            values = frozenset({Module(sub)})
     return values
 
 

@@ -14,7 +14,7 @@ from functools import partial
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, moved
 from anchor_ls.index.shares import Shares, Todo
-from anchor_ls.index.state import FileFacts
+from anchor_ls.index.state import FileFacts, Function
 
 MAX_ROUNDS = 4  # argument facts flow one call deeper per round
 
@@ -123,7 +123,7 @@ def _scopes_by_file(
         if fn[0] in binder.summaries:
             for path, readers in binder.scopes_reading(fn, storing.get(fn, ())).items():
                 out.setdefault(path, set()).update(readers)
-    wanted = {("f", path, idx) for path, idx in returning}
+    wanted = {Function(path, idx) for path, idx in returning}
     for rel, file_facts in facts.items():
         for (idx, _kind), targets in file_facts.calls.items():
             if not wanted.isdisjoint(targets):

@@ -17,7 +17,22 @@ from anchor_ls.index.bind import classes, evaluate, external, flow, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import PROTOCOLS
 from anchor_ls.index.bind.values import in_order, interesting
-from anchor_ls.index.state import EMPTY, Ctx, FileFacts, Value, Values
+from anchor_ls.index.state import (
+    CALLABLE,
+    EMPTY,
+    INSTANCES,
+    BoundMethod,
+    Class,
+    Container,
+    Ctx,
+    Dict,
+    External,
+    FileFacts,
+    Function,
+    Module,
+    Value,
+    Values,
+)
 from anchor_ls.index.via import (
     ATTRIBUTE,
     CONSTRUCTOR,
@@ -64,29 +79,28 @@ def call_targets(
     the caller is one of those wrappers (which calls what it wraps)."""
     out: list[tuple[Value, tuple[str, int] | None, bool]] = []
     for v in in_order(callees):
-        kind = v[0]
-        if kind in ("f", "b"):
-            out.append((("f", v[1], v[2]), (v[1], v[2]), kind == "b"))
-            if db.summaries[v[1]].scopes[v[2]].decorators:
-                made, wrapping = evaluate.decoration(db, v[1], v[2])
+        if isinstance(v, CALLABLE):
+            out.append((Function(v.path, v.idx), v.scope, isinstance(v, BoundMethod)))
+            if db.summaries[v.path].scopes[v.idx].decorators:
+                made, wrapping = evaluate.decoration(db, v.path, v.idx)
                 if caller is None or not any(
                     dec[0] == caller[0]
                     and lookup.nested_in(db.summaries[dec[0]].scopes, caller[1], dec[1])
                     for dec in wrapping
                 ):
                     out += call_targets(db, made)
-        elif kind == "c":
+        elif isinstance(v, Class):
             out.append((v, None, False))
-            init = classes.class_attr(db, (v[1], v[2]), "__init__", bound=True)
-            init |= classes.class_attr(db, (v[1], v[2]), "__new__", bound=True)
-            init |= classes.metaclass_call(db, (v[1], v[2]))
+            init = classes.class_attr(db, v.scope, "__init__", bound=True)
+            init |= classes.class_attr(db, v.scope, "__new__", bound=True)
+            init |= classes.metaclass_call(db, v.scope)
             for fn in in_order(init):
-                if fn[0] in ("f", "b"):
-                    out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), True))
-        elif kind in ("i", "I"):
-            for fn in in_order(classes.instance_attr(db, (v[1], v[2]), "__call__", None)):
-                if fn[0] in ("f", "b"):
-                    out.append((("f", fn[1], fn[2]), (fn[1], fn[2]), fn[0] == "b"))
+                if isinstance(fn, CALLABLE):
+                    out.append((Function(fn.path, fn.idx), fn.scope, True))
+        elif isinstance(v, INSTANCES):
+            for fn in in_order(classes.instance_attr(db, v.scope, "__call__", None)):
+                if isinstance(fn, CALLABLE):
+                    out.append((Function(fn.path, fn.idx), fn.scope, isinstance(fn, BoundMethod)))
     return out
 
 
@@ -122,7 +136,7 @@ def resolve_file(
         try:
             if scope.kind == "class":
                 bases = classes.class_bases(db, (path, idx))
-                facts.bases[idx] = [v for v in bases if v[0] == "c"]
+                facts.bases[idx] = [v for v in bases if isinstance(v, Class)]
                 external.note_bases(facts, idx, bases)
             for site in calls:
                 _resolve_site(db, path, idx, site, facts, counts, contrib, done)
@@ -170,11 +184,11 @@ def _resolve_property_reads(
     for expr, span, pos, blocks in attr_reads:
         if expr[2] not in wanted:
             continue
-        implicit: list[Value] = []
+        implicit: list[Function] = []
         ctx = Ctx(path, idx, pos, blocks, implicit)
         evaluate.attribute(db, evaluate.eval(db, expr[1], ctx), expr[2], ctx)
         for fn in implicit:
-            _add_call(facts, idx, "property", ("f", fn[1], fn[2]), span, PROPERTY)
+            _add_call(facts, idx, "property", Function(fn.path, fn.idx), span, PROPERTY)
 
 
 def _record_import(db: BinderState, path: str, value: Expr, facts: FileFacts) -> None:
@@ -231,7 +245,7 @@ def _resolve_site(
     at: int,
 ) -> None:
     """Resolve the site at this place in scope idx's calls."""
-    implicit: list[Value] = []
+    implicit: list[Function] = []
     ctx = Ctx(path, idx, site.pos, site.blocks, implicit)
     func = site.func
     receiver: Values | None = None
@@ -245,7 +259,7 @@ def _resolve_site(
         return
     if site.kind == "decorator":
         dense.decorator_reference(db, path, idx, site, callees, facts)
-    elif any(v[0] == "x" for v in callees):
+    elif any(isinstance(v, External) for v in callees):
         dense.external_call(db, path, idx, site, callees, facts)
     via = DECORATOR if site.kind == "decorator" else 0
     targets: list[tuple[Value, tuple[str, int] | None, bool, int]] = []
@@ -254,17 +268,17 @@ def _resolve_site(
         if found:
             if not via:
                 via = _via(db, path, idx, site.func, ctx)
-            made = CONSTRUCTOR if v[0] == "c" and via != DECORATOR else via
+            made = CONSTRUCTOR if isinstance(v, Class) and via != DECORATOR else via
             targets += [(*t, made) for t in found]
     for fn in implicit:
-        targets.append((("f", fn[1], fn[2]), None, True, PROPERTY))
+        targets.append((Function(fn.path, fn.idx), None, True, PROPERTY))
     for fn in _callbacks(db, callees, site, ctx):
         targets.append((fn, None, False, IMPLICIT))
     for fn in in_order(_special_methods(db, callees, site, ctx)):
         targets.append((fn, None, True, IMPLICIT))
     if not targets:
         if any(
-            v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees
+            isinstance(v, External) and not v.dotted.startswith(_UNKNOWN_OUTSIDE) for v in callees
         ) or _known_outside(db, path, idx, func, receiver):
             counts[1] += 1
             names = external.outside_names(callees)
@@ -290,9 +304,9 @@ def _resolve_site(
 
 
 # The tags of displays whose type is a builtin one: a list, tuple, set, dict, a number;
-# and of the binder's values that stand for builtin containers (a list, a dict).
+# and the binder's values that stand for builtin containers (a list, a dict).
 _BUILTIN_DISPLAYS = frozenset({"l", "d", "k"})
-_BUILTIN_VALUES = frozenset({"L", "D"})
+_BUILTIN_VALUES = (Container, Dict)
 
 
 def _known_outside(
@@ -311,10 +325,11 @@ def _known_outside(
             return True
     if receiver is not None:
         for v in in_order(receiver):
-            if v[0] == "m" and v[1] in db.summaries and _stars_outside(db, v[1]):
+            if isinstance(v, Module) and v.path in db.summaries and _stars_outside(db, v.path):
                 return True
         if receiver and all(
-            v[0] in _BUILTIN_VALUES or (v[0] in ("i", "I") and _based_outside(db, (v[1], v[2])))
+            isinstance(v, _BUILTIN_VALUES)
+            or (isinstance(v, INSTANCES) and _based_outside(db, v.scope))
             for v in receiver
         ):
             return True
@@ -328,7 +343,10 @@ def _known_outside(
 def _based_outside(db: BinderState, cls: tuple[str, int]) -> bool:
     """A class of the repository with a base from outside it (`class Stack(list)`,
     `socket.socket(_socket.socket)`): what its own code lacks, that base may define."""
-    return any(any(v[0] == "x" for v in classes.class_bases(db, c)) for c in classes.mro(db, cls))
+    return any(
+        any(isinstance(v, External) for v in classes.class_bases(db, c))
+        for c in classes.mro(db, cls)
+    )
 
 
 def _stars_outside(db: BinderState, module: str) -> bool:
@@ -346,7 +364,7 @@ def _default_outside(db: BinderState, path: str, param: Expr) -> bool:
     if default is None or scope.parent < 0:
         return False
     values = evaluate.eval(db, default, Ctx(path, scope.parent, None, ()))
-    return bool(values) and all(v[0] == "x" for v in values)
+    return bool(values) and all(isinstance(v, External) for v in values)
 
 
 def _via(db: BinderState, path: str, idx: int, func: Expr, ctx: Ctx) -> int:
@@ -433,7 +451,7 @@ def _calls_class(db: BinderState, path: str, idx: int, binding: Binding) -> bool
 
 def _made_by_class(db: BinderState, path: str, idx: int, callee: Expr, ctx: Ctx) -> bool:
     made = evaluate.eval(db, callee, Ctx(path, idx, ctx.pos, ctx.blocks))
-    return bool(made) and all(v[0] == "c" for v in made)
+    return bool(made) and all(isinstance(v, Class) for v in made)
 
 
 def _resolve_implicit(
@@ -448,16 +466,16 @@ def _resolve_implicit(
     """`raise E` calls the class E; `for`/`with` call the protocol methods of instances.
     Counted as call sites only when they reach repository code."""
     if site.kind == "raise":
-        classes = frozenset(v for v in values if v[0] == "c")
+        classes = frozenset(v for v in values if isinstance(v, Class))
         targets = {t for t, _receiver, _bound in call_targets(db, classes)}
     else:
         opener, closer = PROTOCOLS[site.kind]
         targets = set()
         for v in in_order(values):
-            if v[0] not in ("i", "I"):
+            if not isinstance(v, INSTANCES):
                 continue
             opened = evaluate.attribute(db, frozenset({v}), opener, ctx)
-            targets |= {("f", fn[1], fn[2]) for fn in opened if fn[0] in ("f", "b")}
+            targets |= {Function(fn.path, fn.idx) for fn in opened if isinstance(fn, CALLABLE)}
             if site.kind in ("with", "awith"):
                 on = frozenset({v})
             else:
@@ -465,7 +483,7 @@ def _resolve_implicit(
                     db, evaluate.call_result(db, opened, ("c", UNKNOWN, (), ()), ctx)
                 )
             closed = evaluate.attribute(db, on, closer, ctx) if on else EMPTY
-            targets |= {("f", fn[1], fn[2]) for fn in closed if fn[0] in ("f", "b")}
+            targets |= {Function(fn.path, fn.idx) for fn in closed if isinstance(fn, CALLABLE)}
     if not targets:
         return
     counts[0] += 1
@@ -477,9 +495,9 @@ def _callbacks(db: BinderState, callees: Values, site: CallSite, ctx: Ctx) -> li
     """The functions `map(f, xs)`, `sorted(xs, key=f)` and the like call."""
     out: list[Value] = []
     for v in in_order(callees):
-        if v[0] != "x" or v[1] not in _CALLBACK_CALLERS:
+        if not isinstance(v, External) or v.dotted not in _CALLBACK_CALLERS:
             continue
-        keyword = _CALLBACK_CALLERS[v[1]]
+        keyword = _CALLBACK_CALLERS[v.dotted]
         if keyword is None:
             handed = [a for a in site.args if a[0] != "*"]
         else:
@@ -495,14 +513,14 @@ def _special_methods(db: BinderState, callees: Values, site: CallSite, ctx: Ctx)
     `print(x)` and the like run (see _DUNDER_CALLERS)."""
     out: set[Value] = set()
     for v in in_order(callees):
-        if v[0] != "x" or v[1] not in _DUNDER_CALLERS:
+        if not isinstance(v, External) or v.dotted not in _DUNDER_CALLERS:
             continue
-        method, count = _DUNDER_CALLERS[v[1]]
+        method, count = _DUNDER_CALLERS[v.dotted]
         for expr in [a for a in site.args if a[0] != "*"][:count]:
             for inst in in_order(evaluate.eval(db, expr, ctx)):
-                if inst[0] in ("i", "I"):
+                if isinstance(inst, INSTANCES):
                     found = evaluate.attribute(db, frozenset({inst}), method, ctx)
-                    out |= {("f", fn[1], fn[2]) for fn in found if fn[0] in ("f", "b")}
+                    out |= {Function(fn.path, fn.idx) for fn in found if isinstance(fn, CALLABLE)}
     return out
 
 
@@ -542,8 +560,8 @@ def _flow_args(
     for name, expr in site.kwargs:
         if name == "**":  # `f(**kwargs)`: forward each known key
             for d in in_order(evaluate.eval(db, expr, ctx)):
-                if d[0] == "D":
-                    keyed.extend((k, interesting(v)) for k, v in d[1] if k != "*")
+                if isinstance(d, Dict):
+                    keyed.extend((k, interesting(v)) for k, v in d.items if k != "*")
         elif name in by_name or starstar is not None:
             keyed.append((name, interesting(evaluate.eval(db, expr, ctx))))
     for name, values in keyed:
@@ -553,7 +571,7 @@ def _flow_args(
         if param is not None:
             contrib[fn][param.name] |= values
         elif starstar is not None:
-            contrib[fn][starstar.name].add(("D", ((name, values),)))
+            contrib[fn][starstar.name].add(Dict(((name, values),)))
 
 
 def warm(db: BinderState) -> None:

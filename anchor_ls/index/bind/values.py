@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from anchor_ls.index.state import Value, Values
+from anchor_ls.index.state import Container, Dict, DictMethod, External, Value, Values
 from anchor_ls.syntax.summary import Expr
 
 MAX_VALUES = 64
@@ -29,10 +29,10 @@ def without_keys(values: Values, keys: dict[str, int] | set[str]) -> Values:
     """values with the entries of keys dropped from their dicts."""
     out: set[Value] = set()
     for v in values:
-        if v[0] == "D":
-            kept = tuple(item for item in v[1] if item[0] not in keys)
+        if isinstance(v, Dict):
+            kept = tuple(item for item in v.items if item[0] not in keys)
             if kept:
-                out.add(("D", kept))
+                out.add(Dict(kept))
         else:
             out.add(v)
     return frozenset(out)
@@ -46,19 +46,19 @@ def dict_key(key: str | int) -> str:
 
 def interesting(values: Values) -> Values:
     """Values worth carrying into a parameter: repository things, not externals."""
-    return frozenset(v for v in values if v[0] != "x")
+    return frozenset(v for v in values if not isinstance(v, External))
 
 
 def value_key(value: Value) -> tuple:
-    """A value as a tuple of strings and numbers alone: the sets inside a container
-    value sorted (a set compares by inclusion, and walks in hash order)."""
-    tag = value[0]
-    if tag == "L":
-        return ("L", tuple(sorted(map(value_key, value[1]))))
-    if tag == "D":
-        return ("D", tuple((k, tuple(sorted(map(value_key, vs)))) for k, vs in value[1]))
-    if tag == "dv":
-        return ("dv", value_key(value[1]), value[2])
+    """A value as a tuple of strings and numbers alone, its tag first: the sets inside a
+    container value sorted (a set compares by inclusion, and walks in hash order). A
+    value of strings and numbers is its own key (it compares as the plain tuple)."""
+    if isinstance(value, Container):
+        return ("L", tuple(sorted(map(value_key, value.items))))
+    if isinstance(value, Dict):
+        return ("D", tuple((k, tuple(sorted(map(value_key, vs)))) for k, vs in value.items))
+    if isinstance(value, DictMethod):
+        return ("dv", value_key(value.dict), value.method)
     return value
 
 
@@ -70,7 +70,13 @@ def in_order(values: Iterable[Value]) -> Iterable[Value]:
 
 
 def _cap_key(value: Value) -> str:
-    return repr(value_key(value))
+    return repr(_plain(value_key(value)))
+
+
+def _plain(key: object) -> object:
+    """key with every value in it as the plain tuple it is (its repr is the one cap has
+    always sorted by, whatever the value types' own repr says)."""
+    return tuple(map(_plain, key)) if isinstance(key, tuple) else key
 
 
 def cap(values: set[Value] | Values) -> Values:
