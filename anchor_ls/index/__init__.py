@@ -1,5 +1,6 @@
 """Layer 2: the repository graph built from syntax summaries."""
 
+from anchor_ls.index.environment import Environment, EnvironmentProblem
 from anchor_ls.index.files import Problem
 from anchor_ls.index.model import (
     CALLS,
@@ -8,9 +9,11 @@ from anchor_ls.index.model import (
     CONTAINS,
     DENSE_KINDS,
     ENV_VAR,
+    EXTERNAL_PREFIX,
     IMPORTS,
     INHERITS,
     IO_DEP,
+    OVERRIDES,
     REFERENCES,
     STRUCTURAL_KINDS,
     TEST_REF,
@@ -29,14 +32,18 @@ __all__ = [
     "CONTAINS",
     "DENSE_KINDS",
     "ENV_VAR",
+    "EXTERNAL_PREFIX",
     "IMPORTS",
     "INHERITS",
     "IO_DEP",
+    "OVERRIDES",
     "REFERENCES",
     "STRUCTURAL_KINDS",
     "TEST_REF",
     "Edge",
     "Entity",
+    "Environment",
+    "EnvironmentProblem",
     "Graph",
     "Index",
     "IndexStats",

@@ -193,6 +193,15 @@ INSTANCES = (Instance, SelfInstance)
 EMPTY: Values = frozenset()
 
 
+class OutsideSite(NamedTuple):
+    """A call site the binder counted outside the repository (see FileFacts.outside_sites)."""
+
+    at: int  # its place in its scope's calls
+    names: tuple[str, ...]  # the outside names it calls (`requests.Session().get`)
+    via: int  # how the binder followed its callee (anchor_ls.index.via)
+    span: Span
+
+
 @dataclass(slots=True)
 class Ctx:
     """Where an expression is evaluated: a scope and a point in it."""
@@ -228,6 +237,13 @@ class FileFacts:
     dense: dict[tuple[int, str, str], Sequence[Span]] = field(
         default_factory=lambda: defaultdict(list)
     )
+    # What the binder leaves outside the repository, for anchor_ls.index.externals to find
+    # in the environment: scope idx -> its sites counted outside, each (place in its calls,
+    # the outside names it calls, its via code, span) (unresolved when none of the names
+    # is installed); class scope idx -> all its bases in declared order, for the classes
+    # with a base outside.
+    outside_sites: dict[int, Sequence[OutsideSite]] = field(default_factory=dict)
+    outside_bases: dict[int, Sequence[Value]] = field(default_factory=dict)
 
     def freeze(self) -> None:
         """A resolution is done adding: tuples hold the same in half the memory (a scope
@@ -236,7 +252,8 @@ class FileFacts:
         for key, code in via.items():
             sites[key] = (*sites[key], code)
         via.clear()
-        for table in (self.calls, self.sites, self.refs, self.dense, self.counts):
+        tables = (self.calls, self.sites, self.refs, self.dense, self.counts)
+        for table in (*tables, self.outside_sites):
             for key, value in table.items():
                 if type(value) is not tuple:
                     table[key] = tuple(value)
@@ -277,12 +294,17 @@ class FileFacts:
         for idx in scopes:
             self.counts.pop(idx, None)
             self.bases.pop(idx, None)
+            self.outside_sites.pop(idx, None)
+            self.outside_bases.pop(idx, None)
 
     def replace_scopes(self, scopes: set[int], other: FileFacts) -> None:
         """Take what other (a resolution of those scopes alone) found for them in place of
         what this held for them (scopes past the file's last are gone)."""
         self.forget_scopes(scopes)
-        for table in ("calls", "sites", "via", "bases", "refs", "dense", "counts"):
+        for table in (
+            *("calls", "sites", "via", "bases", "refs", "dense", "counts"),
+            *("outside_sites", "outside_bases"),
+        ):
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
 
@@ -291,10 +313,12 @@ class FileFacts:
         for table in (self.sites, self.refs, self.dense):
             for key, spans in table.items():
                 table[key] = tuple(moved(s) if type(s) is tuple else s for s in spans)
+        for idx, noted in self.outside_sites.items():
+            self.outside_sites[idx] = tuple(s._replace(span=moved(s.span)) for s in noted)
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """File path's scopes moved (old index -> new): rename the values that name them."""
-        for table in (self.calls, self.bases):
+        for table in (self.calls, self.bases, self.outside_bases):
             for key, values in table.items():
                 table[key] = type(values)(renumbered(v, path, numbers) for v in values)
         for table in (self.sites, self.via, self.refs):

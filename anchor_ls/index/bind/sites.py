@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from anchor_ls.index import dense
-from anchor_ls.index.bind import classes, evaluate, flow, lookup
+from anchor_ls.index.bind import classes, evaluate, external, flow, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import PROTOCOLS
 from anchor_ls.index.bind.values import in_order, interesting
@@ -67,9 +67,7 @@ _DUNDER_CALLERS = {
 }
 
 
-# What an outside call gives that says nothing of the value: `getattr(obj, name)()`
-# calls who knows what (a call of it is unresolved, not external).
-_UNKNOWN_OUTSIDE = ("builtins.getattr()",)
+_UNKNOWN_OUTSIDE = external.UNKNOWN_OUTSIDE
 
 
 def call_targets(
@@ -137,9 +135,9 @@ def resolve_file(
         done = 0
         try:
             if scope.kind == "class":
-                facts.bases[idx] = [
-                    v for v in classes.class_bases(db, (path, idx)) if isinstance(v, Class)
-                ]
+                bases = classes.class_bases(db, (path, idx))
+                facts.bases[idx] = [v for v in bases if isinstance(v, Class)]
+                external.note_bases(facts, idx, bases)
             for site in calls:
                 _resolve_site(db, path, idx, site, facts, counts, contrib, done)
                 done += 1
@@ -283,6 +281,10 @@ def _resolve_site(
             isinstance(v, External) and not v.dotted.startswith(_UNKNOWN_OUTSIDE) for v in callees
         ) or _known_outside(db, path, idx, func, receiver):
             counts[1] += 1
+            names = external.outside_names(callees)
+            if names:
+                how = _via(db, path, idx, site.func, ctx)
+                external.note_call(facts, idx, at, names, how, site.span)
         else:
             _miss(at, counts)
         return
