@@ -1,5 +1,6 @@
 """Layer 2: the repository graph built from syntax summaries."""
 
+from anchor_ls.index.environment import Environment, EnvironmentProblem
 from anchor_ls.index.files import Problem
 from anchor_ls.index.model import (
     CALLS,
@@ -37,6 +38,8 @@ __all__ = [
     "TEST_REF",
     "Edge",
     "Entity",
+    "Environment",
+    "EnvironmentProblem",
     "Graph",
     "Index",
     "IndexStats",

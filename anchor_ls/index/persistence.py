@@ -36,12 +36,19 @@ def unpickled(rows: Iterable[tuple[str, memoryview]], prefix: str) -> dict[str, 
 
 
 def fingerprint(
-    exclude: tuple[str, ...], max_file_bytes: int, roots: tuple[str, ...], hashes: dict[str, str]
+    exclude: tuple[str, ...],
+    max_file_bytes: int,
+    roots: tuple[str, ...],
+    hashes: dict[str, str],
+    environment: str = "",
 ) -> str:
     """What a stored build is valid for: this version, these settings and source roots,
-    these files."""
+    this Python environment (its identity: other libraries, other conclusions), these
+    files."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}\0{exclude}\0{max_file_bytes}".encode())
+    if environment:
+        h.update(f"\0environment\0{environment}".encode())
     if roots:  # absent without nested roots: such a repository's caches stay valid
         h.update(f"\0roots\0{roots}".encode("utf-8", "surrogateescape"))
     for rel in sorted(hashes):

@@ -17,6 +17,7 @@ from anchor_ls.index.bind.rounds import reresolve, resolve_all
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
+from anchor_ls.index.environment import Environment, environment_for
 from anchor_ls.index.files import Problem, Skipped, is_excluded, python_files, read_file
 from anchor_ls.index.invalidation import Invalidation
 from anchor_ls.index.model import CALLS, Graph, Snapshot, path_of
@@ -70,10 +71,15 @@ class Index(Invalidation):
         max_file_bytes: int = MAX_FILE_BYTES,
         workers: int | None = None,
         source_roots: Sequence[str] = (),
+        python: str | Path | Environment | None = None,
     ) -> None:
         """source_roots: folders absolute imports start from that no file states (relative
-        to root, or absolute inside it); those the files state are found (index/roots.py)."""
+        to root, or absolute inside it); those the files state are found (index/roots.py).
+        python: the interpreter whose installed packages the code uses (index/environment.py):
+        None for the one anchor-ls runs in; a named one is asked for its search path here
+        (EnvironmentProblem when it cannot be used)."""
         self.root = Path(root).resolve()
+        self.environment = environment_for(python, self.root)
         self._graph = Graph(str(self.root))  # what mutations change (under self.lock)
         self._published = self._snapshot_now(rebuilt=True)
         self.problems: dict[str, Problem] = {}
@@ -182,7 +188,13 @@ class Index(Invalidation):
                 self._sources.put(rel, data, pack=False)  # packed once the build needs no more
                 self._hashes[rel] = content_hash(data)
         cache = self._open_cache()
-        stamp = fingerprint(self.exclude, self.max_file_bytes, self.roots, self._hashes)
+        stamp = fingerprint(
+            self.exclude,
+            self.max_file_bytes,
+            self.roots,
+            self._hashes,
+            self.environment.identity(),
+        )
         if cache is not None:
             stored = cache.load_graph(stamp, GRAPH)
             self._note_cache(cache)

@@ -1,0 +1,159 @@
+"""The Python environment a repository's code imports from: where its libraries are.
+
+The index reads installed packages (never imports them) to follow a base, an override or
+a call one step out of the repository. Where they are is the search path of an
+interpreter: by default the one anchor-ls runs in (its own sys.path, read in this
+process), else one the user names, whose sys.path jedi's environment support asks it
+for. No other interpreter is ever run: one inside the opened repository (`.venv/bin/python`)
+is used only when the user names it. jedi (the `env` extra) is imported only for a named
+interpreter and for its copy of typeshed's standard-library stubs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Environment", "EnvironmentProblem", "environment_for", "typeshed_stdlib"]
+
+
+class EnvironmentProblem(ValueError):
+    """A named interpreter that cannot be used (missing, broken, or jedi not installed)."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Folders a module is looked up in, in order: typeshed's standard-library stubs
+    first (stubs carry the return types), then the interpreter's search path. No folder
+    is inside the repository. `python`: the interpreter the user named, if any.
+
+    An environment with no folders is no environment: everything outside the repository
+    stays an outside name, as before the index knew of libraries."""
+
+    paths: tuple[str, ...] = ()
+    stubs: tuple[str, ...] = ()
+    python: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.paths or self.stubs)
+
+    def folders(self) -> tuple[str, ...]:
+        return (*self.stubs, *self.paths)
+
+    def identity(self) -> str:
+        """What cached conclusions depend on: the folders, and when each last changed
+        (a package installed or removed changes its folder)."""
+        if not self.active:
+            return ""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{self.python}\0".encode("utf-8", "surrogateescape"))
+        for folder in self.folders():
+            try:
+                stamp = os.stat(folder).st_mtime_ns
+            except OSError:
+                stamp = -1
+            h.update(f"{folder}\0{stamp}\0".encode("utf-8", "surrogateescape"))
+        return h.hexdigest()
+
+    def outside(self, root: Path) -> Environment:
+        """This environment without the folders inside root (an editable install of the
+        repository puts it on sys.path: its files are the repository's, not a library's)."""
+        return Environment(_outside(self.paths, root), _outside(self.stubs, root), self.python)
+
+
+NO_ENVIRONMENT = Environment()
+
+
+def typeshed_stdlib() -> tuple[str, ...]:
+    """jedi's copy of typeshed's standard-library stubs, found without importing jedi;
+    () when the env extra is not installed."""
+    try:
+        spec = importlib.util.find_spec("jedi")
+    except (ImportError, ValueError):
+        return ()
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    for location in spec.submodule_search_locations:
+        stdlib = Path(location) / "third_party" / "typeshed" / "stdlib"
+        if stdlib.is_dir():
+            return (str(stdlib),)
+    return ()
+
+
+def environment_for(python: str | Path | Environment | None, root: Path) -> Environment:
+    """The environment of Index(python=...): None, the one anchor-ls runs in; a path, the
+    interpreter (or virtual environment folder) the user named; an Environment as given."""
+    if isinstance(python, Environment):
+        return python.outside(root)
+    if python is None:
+        return Environment(tuple(sys.path), typeshed_stdlib()).outside(root)
+    return Environment(_named_search_path(Path(python)), typeshed_stdlib(), str(python)).outside(
+        root
+    )
+
+
+_asked: dict[tuple[str, int], tuple[str, ...]] = {}  # (interpreter, mtime) -> its sys.path
+
+
+def _named_search_path(python: Path) -> tuple[str, ...]:
+    """sys.path of the interpreter the user named, asked through jedi (which runs it once,
+    with no working folder on its path)."""
+    try:
+        stamp = python.stat().st_mtime_ns
+    except OSError as err:
+        raise EnvironmentProblem(f"python {python}: {err.strerror or err}") from None
+    key = (str(python), stamp)
+    if key in _asked:
+        return _asked[key]
+    try:
+        import jedi
+    except ImportError:
+        raise EnvironmentProblem(
+            f"python {python}: reading a named interpreter's packages needs jedi "
+            "(pip install 'anchor-ls[env]')"
+        ) from None
+    env_vars = {**os.environ, "PYTHONSAFEPATH": "1"}
+    try:
+        env = jedi.create_environment(str(python), safe=False, env_vars=env_vars)
+        found = tuple(str(p) for p in env.get_sys_path())
+    except Exception as err:  # jedi's InvalidPythonEnvironment, a crashed interpreter
+        raise EnvironmentProblem(f"python {python}: not a usable interpreter ({err})") from None
+    finally:
+        _stop(locals().get("env"))
+    _asked[key] = found
+    return found
+
+
+def _stop(env: object) -> None:
+    """End the interpreter jedi keeps running for the environment: its path is all we ask."""
+    process = getattr(env, "_subprocess", None)
+    kill = getattr(process, "_kill", None)
+    if kill is not None:
+        with contextlib.suppress(Exception):  # already gone
+            kill()
+
+
+def _outside(folders: tuple[str, ...], root: Path) -> tuple[str, ...]:
+    """The existing folders of folders (zip files are not read), resolved, each once, none
+    the working directory ('' included) nor inside root."""
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:
+        here = None
+    real_root = os.path.realpath(root)
+    out: list[str] = []
+    for folder in folders:
+        if not folder:
+            continue
+        real = os.path.realpath(folder)
+        if real in (here, real_root) or real.startswith(real_root.rstrip(os.sep) + os.sep):
+            continue
+        if os.path.isdir(real) and real not in out:
+            out.append(real)
+    return tuple(out)

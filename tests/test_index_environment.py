@@ -1,0 +1,126 @@
+"""The Python environment whose packages the index reads: found without running anything
+the user did not name, never inside the repository, jedi only when asked for."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import Index
+from anchor_ls.index.environment import Environment, EnvironmentProblem, environment_for
+
+ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
+
+
+def plant_interpreter(repo: Path, marks: Path) -> None:
+    """A `.venv/bin/python` in the repository that leaves a mark if anything runs it."""
+    marks.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        script = repo / ".venv" / "bin" / name
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(f'#!/bin/sh\ntouch "{marks}/{name}-$$"\nexit 1\n', encoding="utf-8")
+        script.chmod(0o755)
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+
+
+def write_repo(repo: Path) -> None:
+    (repo / "app").mkdir(parents=True)
+    (repo / "app" / "__init__.py").write_text("", encoding="utf-8")
+    (repo / "app" / "views.py").write_text(
+        "from pathlib import Path\n\n\ndef read(p):\n    return Path(p).read_text()\n",
+        encoding="utf-8",
+    )
+
+
+def test_an_interpreter_in_the_repository_never_runs_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, marks = tmp_path / "repo", tmp_path / "marks"
+    write_repo(repo)
+    plant_interpreter(repo, marks)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("VIRTUAL_ENV", str(repo / ".venv"))  # as an activated shell has it
+    index = Index(repo, cache_dir=tmp_path / "cache")
+    index.build()
+    assert index.environment.active and index.environment.python is None
+    assert ANCHOR_LS is not None
+    run = subprocess.run(
+        [ANCHOR_LS, "graph", str(repo)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VIRTUAL_ENV": str(repo / ".venv")},
+    )
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+def test_the_search_path_holds_nothing_of_the_repository_nor_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editable install of the repository puts it on sys.path: its files stay the
+    repository's, never a library's."""
+    repo = tmp_path / "repo"
+    write_repo(repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(sys, "path", ["", str(elsewhere), str(repo), str(repo / "app"), *sys.path])
+    env = environment_for(None, repo)
+    inside = [f for f in env.folders() if f == str(repo) or f.startswith(f"{repo}{os.sep}")]
+    assert inside == []
+    assert str(elsewhere) not in env.folders() and "" not in env.folders()
+    assert env.paths  # the standard library and site-packages of this interpreter
+
+
+def test_a_named_interpreter_that_is_missing_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match=r"python .*nowhere"):
+        Index(tmp_path, python=tmp_path / "nowhere" / "python")
+
+
+def test_without_jedi_the_own_environment_works_and_a_named_one_says_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    """jedi is the env extra: without it the index still reads this interpreter's
+    packages, and a named interpreter asks for the extra instead of failing obscurely."""
+    code = (
+        "import sys; sys.modules['jedi'] = None\n"
+        "from pathlib import Path\n"
+        "from anchor_ls.index.environment import environment_for, EnvironmentProblem\n"
+        "root = Path(sys.argv[1])\n"
+        "own = environment_for(None, root)\n"
+        "assert own.paths and not own.stubs, own\n"
+        "try:\n"
+        "    environment_for(sys.executable, root)\n"
+        "except EnvironmentProblem as err:\n"
+        "    print(err)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONSAFEPATH": "1"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert "needs jedi" in run.stdout and "anchor-ls[env]" in run.stdout
+
+
+def test_a_named_interpreter_gives_its_own_search_path(tmp_path: Path) -> None:
+    """The interpreter the user names is asked (through jedi) for its sys.path."""
+    pytest.importorskip("jedi")
+    env = environment_for(sys.executable, tmp_path)
+    assert env.python == sys.executable
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    assert os.path.realpath(site) in env.paths
+    assert env.stubs and env.stubs[0].endswith(os.path.join("typeshed", "stdlib"))
+
+
+def test_an_empty_environment_is_no_environment(tmp_path: Path) -> None:
+    assert not Environment().active and Environment().identity() == ""
+    assert not environment_for(Environment(), tmp_path).active
