@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from anchor_ls import __version__
 from anchor_ls.agent.queries import Queries, QueryError
 from anchor_ls.console import progress
-from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, Index
+from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, EnvironmentProblem, Index
 from anchor_ls.index.cache import user_cache_folder
 from anchor_ls.index.files import python_files
 from anchor_ls.tags.policy import PolicyError
@@ -47,13 +47,17 @@ def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) ->
         print(
             f"anchor-ls: warning: {path}: no Python files here; nothing to index", file=sys.stderr
         )
-    index = Index(
-        root,
-        cache_dir=cache or args.cache,
-        exclude=exclude,
-        use_cache=use_cache,
-        source_roots=args.source_root or (),
-    )
+    try:
+        index = Index(
+            root,
+            cache_dir=cache or args.cache,
+            exclude=exclude,
+            use_cache=use_cache,
+            source_roots=args.source_root or (),
+            python=args.python,
+        )
+    except EnvironmentProblem as err:  # --python names no usable interpreter
+        _refuse(str(err))
     with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
         index.build(progress=step)
     return index
@@ -164,13 +168,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from anchor_ls.agent.mcp_server import serve
 
     root = _folder(args.path)
-    return serve(
-        root,
-        cache_dir=args.cache,
-        exclude=tuple(args.exclude or ()),
-        max_items=args.max_items,
-        source_roots=tuple(args.source_root or ()),
-    )
+    try:
+        return serve(
+            root,
+            cache_dir=args.cache,
+            exclude=tuple(args.exclude or ()),
+            max_items=args.max_items,
+            source_roots=tuple(args.source_root or ()),
+            python=args.python,
+        )
+    except EnvironmentProblem as err:
+        _refuse(str(err))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -211,6 +219,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 POLICY_HELP = "tag policy: auto (by the mean call out-degree), topo, inv or dense (default auto)"
 PATH_HELP = "the repository folder (default: the current folder)"
+PYTHON_HELP = (
+    "the Python interpreter of the environment the repository runs on: its installed "
+    "packages and the standard library give the bases, overrides and calls that leave the "
+    "repository (default: the Python anchor-ls runs in; an interpreter inside the "
+    "repository, such as its .venv, is used only when named here)"
+)
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -245,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="a folder absolute imports start from, relative to PATH (repeatable); "
             "nested projects, src/ layouts and conftest folders are found without it",
         )
+        p.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
         return p
 
     def max_items(p: argparse.ArgumentParser, what: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pygls.uris import from_fs_path
 
-from anchor_ls.index import Graph, Index, IndexStats
+from anchor_ls.index import EnvironmentProblem, Graph, Index, IndexStats
 from anchor_ls.index.stats import graph_figures
 from anchor_ls.server.hintstore import HintStore
 from anchor_ls.server.settings import Settings
@@ -72,6 +72,15 @@ def _cache_dir(settings: Settings, root: Path, shared: bool) -> Path | None:
     return base
 
 
+def _python(settings: Settings, root: Path) -> str | None:
+    """The interpreter of the environment the `python` setting names (`~` expanded, a
+    relative path taken from the folder's root: the server does not run there), else None."""
+    if settings.python is None:
+        return None
+    path = Path(settings.python).expanduser()
+    return str(path if path.is_absolute() else root / path)
+
+
 class Folder:
     """A workspace folder and the index of the Python files under it."""
 
@@ -83,6 +92,8 @@ class Folder:
         self.index: Index | None = None
         self.state = PENDING
         self.error: str | None = None
+        # why the `python` setting was not used in the last build, if it was not
+        self.environment_problem: str | None = None
         self.stats: IndexStats | None = None
         self.policy: Any = None
         self.hints = HintStore()
@@ -163,13 +174,9 @@ class Folder:
     def _build(self, settings: Settings, shared_cache: bool, progress: Callable) -> None:
         if self.policy is None:  # until the graph's figures are known
             self.policy = resolve_policy(settings.policy, 0.0, settings.max_items)
+        self.environment_problem = None
         try:
-            index = Index(
-                self.root,
-                cache_dir=_cache_dir(settings, self.root, shared_cache),
-                exclude=settings.exclude,
-                source_roots=settings.source_roots,
-            )
+            index = self._new_index(settings, shared_cache)
             if self.index is None:
                 # First build: serve what is known while the graph fills in.
                 self.index = index
@@ -185,6 +192,23 @@ class Folder:
         self._views.clear()
         self.state = READY
         self.choose_policy(settings)
+
+    def _new_index(self, settings: Settings, shared_cache: bool) -> Index:
+        """The Index the settings describe. A `python` setting that names no usable
+        interpreter is told (environment_problem) and the index reads the server's own
+        environment instead: hints without libraries beat no hints."""
+        options: dict[str, Any] = {
+            "cache_dir": _cache_dir(settings, self.root, shared_cache),
+            "exclude": settings.exclude,
+            "source_roots": settings.source_roots,
+        }
+        try:
+            return Index(self.root, python=_python(settings, self.root), **options)
+        except EnvironmentProblem as err:
+            self.environment_problem = (
+                f"{err}; libraries are read from the server's own environment"
+            )
+            return Index(self.root, **options)
 
     def choose_policy(self, settings: Settings) -> None:
         graph = self.graph

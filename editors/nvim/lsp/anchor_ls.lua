@@ -29,6 +29,10 @@ return {
       exclude = {},
       cacheDir = vim.NIL,
       sourceRoots = {},
+      -- The interpreter of the environment the repository runs on (its installed packages give
+      -- the bases, overrides and calls that leave the repository); vim.NIL: the server's own.
+      -- Never guessed: a .venv in the repository is used only when you name it here.
+      python = vim.NIL,
     },
   },
 }
