@@ -80,10 +80,10 @@ class Cache:
     """Rows in, rows out: every blob is signed on the way in and verified on the way out,
     so callers only ever unpickle bytes this user's anchor-ls wrote."""
 
-    def __init__(self, folder: Path, key: CacheKey | None = None) -> None:
+    def __init__(self, folder: Path, key: CacheKey | None = None, name: str = FILE_NAME) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self.path = folder / FILE_NAME
+        self.path = folder / name
         self.key = key or load_key()
         self.warning: str | None = self.key.problem
         self.write_error: str | None = None  # the first failed write
@@ -189,6 +189,17 @@ class Cache:
                 if payload is not None:
                     out[path] = payload
         return out
+
+    def summary(self, path: str, digest: str) -> memoryview | None:
+        """One pickled summary, if the cache holds it for this hash (a shared cache of
+        library files is read a file at a time, as resolution reaches them)."""
+        try:
+            row = self.db.execute(
+                "SELECT blob FROM summaries WHERE path = ? AND hash = ?", (path, digest)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        return self._verified(f"summary\0{path}\0{digest}", row[0]) if row else None
 
     def store_summaries(self, items: list[tuple[str, str, bytes]]) -> None:
         """Store (relpath, hash, pickled summary) rows, replacing older versions of those paths."""

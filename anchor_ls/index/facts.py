@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from anchor_ls.index.model import (
     CALLS,
@@ -24,6 +24,17 @@ from anchor_ls.syntax.summary import Body, Expr, FileSummary
 
 # (path, scope idx) -> what that scope calls, with the call spans: for tests through helpers
 CallsOf = Callable[[str, int], Iterable[tuple[Value, list[Span]]]]
+
+
+class Outside(Protocol):
+    """What the names the binder leaves outside are in the environment
+    (anchor_ls.index.externals.Externals)."""
+
+    def installed(self, dotted: str) -> bool: ...
+
+    def target(self, dotted: str) -> str | None: ...
+
+    def call_target(self, dotted: str) -> str | None: ...
 
 
 def scope_ids(summary: FileSummary) -> list[str]:
@@ -92,9 +103,12 @@ def edges(
     ids_of: dict[str, list[str]],
     calls_of: CallsOf,
     bodies: Callable[[], Sequence[Body]],
+    outside: Outside | None = None,
 ) -> FileEdges:
     """The edges whose source is an entity of this file, with the spans that make them
-    (bodies: the file's scope bodies, read only when it has unresolved sites)."""
+    (bodies: the file's scope bodies, read only when it has unresolved sites); with an
+    environment (outside), also those to the definitions outside that it calls and
+    inherits from, and its calls of packages not installed are unresolved."""
     path = summary.path
     ids = ids_of[path]
     out: set[Edge] = set()
@@ -131,6 +145,18 @@ def edges(
             add(Edge(REFERENCES, ids[idx], dst), spans)
     for (idx, kind, dst), spans in facts.dense.items():
         add(Edge(kind, ids[idx], dst), spans)
+    not_installed: dict[int, list[int]] = {}
+    if outside is not None:
+        for (idx, name), spans in facts.outside.items():
+            dst = outside.call_target(name)
+            if dst is not None:
+                add(Edge(CALLS, ids[idx], dst), spans)
+        for idx, bases in facts.outside_bases.items():
+            for base in bases:
+                dst = outside.target(base[1]) if base[0] == "x" else None
+                if dst is not None:
+                    out.add(Edge(INHERITS, ids[idx], dst))
+        not_installed = missing_packages(facts, outside)
     if summary.main_blocks:
         add(Edge(MAIN_BLOCK, path, MAIN_TARGET), summary.main_blocks)
     if is_test_path(path):
@@ -142,6 +168,8 @@ def edges(
     read: Sequence[Body] | None = None
     for idx in sorted(facts.counts):
         at = facts.missed_at(idx)
+        if idx in not_installed:
+            at = sorted((*at, *not_installed[idx]))
         if not at:
             continue
         read = read or bodies()
@@ -156,19 +184,36 @@ def edges(
     return FileEdges(out, sites, via, missed)
 
 
+def missing_packages(facts: FileFacts, outside: Outside) -> dict[int, list[int]]:
+    """scope idx -> the places in its calls of the sites counted outside that call only
+    packages the environment does not have: unresolved, not outside."""
+    out: dict[int, list[int]] = {}
+    for idx, noted in facts.outside_sites.items():
+        for at, names in noted:
+            if not any(outside.installed(name) for name in names):
+                out.setdefault(idx, []).append(at)
+    return out
+
+
 def base_order(
-    summary: FileSummary, facts: FileFacts, ids_of: dict[str, list[str]]
+    summary: FileSummary,
+    facts: FileFacts,
+    ids_of: dict[str, list[str]],
+    outside: Outside | None = None,
 ) -> dict[str, tuple[str, ...]]:
     """The targets of each class's inherits edges in the order its class statement lists
-    them (the binder's `class_bases`), for the classes with two or more: C3 needs it and
-    the edges are a set."""
+    them (the binder's `class_bases`; with an environment, those outside too), for the
+    classes with two or more: C3 needs it and the edges are a set."""
     ids = ids_of[summary.path]
     listed: dict[str, list[str]] = {}
     for idx in sorted(facts.bases):
         cls = ids[idx]
         bases = listed.setdefault(cls, [])
-        for base in facts.bases[idx]:
-            dst = value_id(base, ids_of)
+        declared = facts.bases[idx]
+        if outside is not None and idx in facts.outside_bases:
+            declared = facts.outside_bases[idx]
+        for base in declared:
+            dst = outside.target(base[1]) if base[0] == "x" and outside else value_id(base, ids_of)
             if dst is not None and dst != cls and dst not in bases:
                 bases.append(dst)
     return {cls: tuple(bases) for cls, bases in listed.items() if len(bases) > 1}

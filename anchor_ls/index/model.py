@@ -23,6 +23,9 @@ INHERITS = "inherits"
 IMPORTS = "imports"
 CONTAINS = "contains"
 STRUCTURAL_KINDS = (CALLS, INHERITS, IMPORTS, CONTAINS)
+# A method -> the definition it overrides: the next one of its name in its class's MRO,
+# in the repository or outside it.
+OVERRIDES = "overrides"
 # The dense tier and references (values, not calls), with DESIGN.md's targets.
 REFERENCES = "references"  # function/module -> a function or class it uses as a value
 ENV_VAR = "env_var"  # -> env:NAME
@@ -38,6 +41,11 @@ MAIN_BLOCK = "main_block"
 MAIN_TARGET = "main:__main__"
 
 ENTITY_KINDS = ("module", "class", "function", "method", "constant")
+# Definitions outside the repository (installed packages, the standard library) that its
+# code reaches: `ext:<defining module>.<qualified name>`, their path absolute. They are
+# kept in the graph part of this prefix, as targets only (no edge starts at one).
+EXTERNAL = "ext"
+EXTERNAL_PREFIX = f"{EXTERNAL}:"
 
 # A source span: 0-based (start_line, start_byte_col, end_line, end_byte_col),
 # columns in UTF-8 bytes of the line, as tree-sitter reports them.
@@ -70,6 +78,11 @@ class Entity:
     def qualname(self) -> str:
         """The part of the id after `relpath:` ('' for a module)."""
         return self.id.partition(":")[2]
+
+    @property
+    def external(self) -> bool:
+        """Defined outside the repository (an `ext:` id; path is absolute)."""
+        return self.id.startswith(EXTERNAL_PREFIX)
 
 
 class Edge(NamedTuple):
@@ -338,7 +351,13 @@ class Graph:
         return part.missed if part is not None else b""
 
     def files(self) -> list[str]:
-        return sorted(p for p, part in self._parts.items() if part.entities)
+        """The repository's files with entities (the part of external entities is none)."""
+        return sorted(p for p, part in self._parts.items() if part.entities and p != EXTERNAL)
+
+    def external_targets(self) -> set[str]:
+        """The ext ids some edge of the repository leads to."""
+        part = self._parts.get(EXTERNAL)
+        return {dst for table in part.inn.values() for dst in table} if part is not None else set()
 
     def file_entities(self, relpath: str) -> list[Entity]:
         """Entities defined in one file, in source order (module first)."""
@@ -395,6 +414,8 @@ class Graph:
         def entity(e: Entity) -> dict:
             out = {"id": e.id, "kind": e.kind, "path": e.path, "line": e.line}
             out["end_line"] = e.end_line
+            if e.external:
+                out["external"] = True
             if e.id in missed:
                 out["unresolved"] = missed[e.id]
             return out

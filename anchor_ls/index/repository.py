@@ -18,14 +18,25 @@ from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
 from anchor_ls.index.environment import Environment, environment_for
+from anchor_ls.index.externals import Externals
 from anchor_ls.index.files import Problem, Skipped, is_excluded, python_files, read_file
 from anchor_ls.index.invalidation import Invalidation
-from anchor_ls.index.model import CALLS, Graph, Snapshot, path_of
+from anchor_ls.index.model import (
+    CALLS,
+    EXTERNAL,
+    OVERRIDES,
+    Entity,
+    Graph,
+    Snapshot,
+    path_of,
+)
 from anchor_ls.index.mro import mro_of
+from anchor_ls.index.overrides import overrides_by_file
 from anchor_ls.index.persistence import (
     FACTS,
     GRAPH,
     PASSED,
+    astuple_entity,
     cache_rows,
     fingerprint,
     restore_graph,
@@ -94,6 +105,8 @@ class Index(Invalidation):
         self._cache_dir = Path(cache_dir) if cache_dir else None
         self._use_cache = use_cache
         self._cache: Cache | None = None
+        # What the names the binder leaves outside are in the environment (None: none)
+        self.externals = self._new_externals()
         self.binder = Binder()
         self._sources = Sources()
         self._reparser = Reparser()  # the trees of files under edit
@@ -175,6 +188,9 @@ class Index(Invalidation):
         self.binder = Binder()
         self._facts, self._ids = {}, {}
         self._lazy = None
+        if self.externals is not None:  # a library may have changed since the last build
+            self.externals.close()
+        self.externals = self._new_externals()
         relpaths: list[str] = []
         for item in python_files(self.root, self.exclude):
             if isinstance(item, Skipped):
@@ -362,8 +378,50 @@ class Index(Invalidation):
             graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
         graph.load_edges(self._file_edges_and_sites())
         for rel, summary in self.binder.summaries.items():
-            graph.replace_file_bases(rel, factlib.base_order(summary, self._facts[rel], self._ids))
+            order = factlib.base_order(summary, self._facts[rel], self._ids, self.externals)
+            graph.replace_file_bases(rel, order)
         self._graph = graph
+        self._link_across()
+
+    # ----- what depends on more than one file's facts ---------------------------------
+    def _new_externals(self) -> Externals | None:
+        return Externals(self.environment, self._use_cache) if self.environment.active else None
+
+    def _link_across(self) -> set[str]:
+        """Put the overrides edges that changed (a method's depend on the classes of its
+        MRO, in other files and outside) and the external entities that edges lead to.
+        Returns the files whose edges changed."""
+        graph = self._graph
+        now = overrides_by_file(graph, self.externals)
+        changed: set[str] = set()
+        for rel in graph.files():
+            edges = graph.file_edges(rel)
+            old = frozenset(e for e in edges if e.kind == OVERRIDES)
+            new = now.get(rel, frozenset())
+            if old == new:
+                continue
+            graph.replace_file_edges(
+                rel,
+                (edges - old) | new,
+                {},
+                via=graph.file_via_map(rel),
+                missed=graph.file_missed_packed(rel),
+            )
+            changed |= {path_of(e.dst) for e in old ^ new} | {rel}
+        self._put_external_entities()
+        return changed - {EXTERNAL}
+
+    def _put_external_entities(self) -> None:
+        """The graph holds an entity for each ext id an edge leads to, and no other."""
+        graph = self._graph
+        wanted = graph.external_targets()
+        held = {e.id: e for e in graph.file_entities(EXTERNAL)}
+        if set(held) == wanted:
+            return
+        entities = [held[i] for i in sorted(wanted) if i in held]
+        if self.externals is not None:
+            entities += self.externals.entities(sorted(wanted - set(held)))
+        graph.replace_file_entities(EXTERNAL, entities)
 
     def _file_edges_and_sites(self) -> Iterator[tuple]:
         for rel, summary in self.binder.summaries.items():
@@ -376,6 +434,7 @@ class Index(Invalidation):
                     self._ids,
                     self._calls_of,
                     partial(self.binder.bodies, rel),
+                    self.externals,
                 ),
             )
 
@@ -436,6 +495,8 @@ class Index(Invalidation):
             return self._published_after(self._remove(relpath))
 
     def _published_after(self, changed: set[str]) -> set[str]:
+        if changed:
+            changed |= self._link_across()
         self._publish()
         return changed
 
@@ -508,11 +569,18 @@ class Index(Invalidation):
         summary = self.binder.summaries[rel]
         facts = self._facts[rel]
         edges, sites, via, missed = factlib.edges(
-            summary, facts, self._ids, self._calls_of, partial(self.binder.bodies, rel)
+            summary,
+            facts,
+            self._ids,
+            self._calls_of,
+            partial(self.binder.bodies, rel),
+            self.externals,
         )
         old = self._graph.file_edges(rel)
+        edges |= {e for e in old if e.kind == OVERRIDES}  # _link_across puts them
         self._graph.replace_file_edges(rel, edges, sites, via=via, missed=missed)
-        self._graph.replace_file_bases(rel, factlib.base_order(summary, facts, self._ids))
+        order = factlib.base_order(summary, facts, self._ids, self.externals)
+        self._graph.replace_file_bases(rel, order)
         moved = old ^ edges
         return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}
 
@@ -526,6 +594,10 @@ class Index(Invalidation):
             "counts": (stats.resolved_binder, stats.external, stats.unresolved),
             "problems": self.problems,
             "stats": self._stats,
+            # the entities outside the repository that edges lead to, and the library
+            # files they were read from (a warm start trusts them only if unchanged)
+            "external": [astuple_entity(e) for e in self._graph.file_entities(EXTERNAL)],
+            "libraries": dict(self.externals.files) if self.externals is not None else {},
         }
         paths = sorted(self.binder.summaries)
         return state, cache_rows(self._graph, paths, self._facts, self.binder.passed_by_scope)
@@ -534,9 +606,12 @@ class Index(Invalidation):
         if not isinstance(state, dict) or "paths" not in state:
             return False
         paths = state["paths"]
+        if not _unchanged(state.get("libraries", {})):
+            return False
         graph = restore_graph(str(self.root), paths, parts)
         if graph is None:
             return False
+        graph.replace_file_entities(EXTERNAL, [Entity(*e) for e in state.get("external", ())])
         self._graph = graph
         self._publish(rebuilt=True)
         # Only problems of the files read now: not old listing or cache problems.
@@ -619,6 +694,11 @@ class Index(Invalidation):
             stats.resolved_binder += facts.resolved
             stats.external += facts.external
             stats.unresolved += facts.unresolved
+            if self.externals is not None:  # calls of packages not installed
+                missing = factlib.missing_packages(facts, self.externals)
+                flipped = sum(len(at) for at in missing.values())
+                stats.external -= flipped
+                stats.unresolved += flipped
         stats.call_sites = stats.resolved_binder + stats.external + stats.unresolved
         counts: dict[str, int] = {}
         for problem in self.problems.values():
@@ -633,6 +713,20 @@ class Index(Invalidation):
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+        if self.externals is not None:
+            self.externals.close()
+
+
+def _unchanged(files: dict[str, tuple[int, int]]) -> bool:
+    """Whether the library files a stored build read are as they were (size, mtime)."""
+    for path, (size, mtime) in files.items():
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        if (info.st_size, info.st_mtime_ns) != (size, mtime):
+            return False
+    return True
 
 
 def _python_lines(data: bytes) -> bytes:

@@ -48,6 +48,14 @@ class FileFacts:
     dense: dict[tuple[int, str, str], Sequence[Span]] = field(
         default_factory=lambda: defaultdict(list)
     )
+    # What the binder leaves outside the repository, for anchor_ls.index.externals to find
+    # in the environment: (scope idx, outside name) -> the spans of the sites calling it
+    # (sites counted outside only); scope idx -> (place in its calls, the names) of those
+    # sites (unresolved when none is installed); class scope idx -> all its bases in
+    # declared order, for the classes with a base outside.
+    outside: dict[tuple[int, str], Sequence[Span]] = field(default_factory=dict)
+    outside_sites: dict[int, Sequence[tuple[int, tuple[str, ...]]]] = field(default_factory=dict)
+    outside_bases: dict[int, Sequence[Value]] = field(default_factory=dict)
 
     def freeze(self) -> None:
         """A resolution is done adding: tuples hold the same in half the memory (a scope
@@ -56,7 +64,8 @@ class FileFacts:
         for key, code in via.items():
             sites[key] = (*sites[key], code)
         via.clear()
-        for table in (self.calls, self.sites, self.refs, self.dense, self.counts):
+        tables = (self.calls, self.sites, self.refs, self.dense, self.counts, self.outside)
+        for table in (*tables, self.outside_sites):
             for key, value in table.items():
                 if type(value) is not tuple:
                     table[key] = tuple(value)
@@ -91,30 +100,35 @@ class FileFacts:
         """Drop everything found for those scopes (to be resolved again, or gone)."""
         for key in [k for k in self.calls if k[0] in scopes]:
             del self.calls[key]
-        for table in (self.sites, self.via, self.refs, self.dense):
+        for table in (self.sites, self.via, self.refs, self.dense, self.outside):
             for key in [k for k in table if k[0] in scopes]:
                 del table[key]
         for idx in scopes:
             self.counts.pop(idx, None)
             self.bases.pop(idx, None)
+            self.outside_sites.pop(idx, None)
+            self.outside_bases.pop(idx, None)
 
     def replace_scopes(self, scopes: set[int], other: FileFacts) -> None:
         """Take what other (a resolution of those scopes alone) found for them in place of
         what this held for them (scopes past the file's last are gone)."""
         self.forget_scopes(scopes)
-        for table in ("calls", "sites", "via", "bases", "refs", "dense", "counts"):
+        for table in (
+            *("calls", "sites", "via", "bases", "refs", "dense", "counts"),
+            *("outside", "outside_sites", "outside_bases"),
+        ):
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
 
     def move_lines(self, moved: Callable[[Span], Span]) -> None:
         """The file's text moved (an edit added or removed lines): every span follows."""
-        for table in (self.sites, self.refs, self.dense):
+        for table in (self.sites, self.refs, self.dense, self.outside):
             for key, spans in table.items():
                 table[key] = tuple(moved(s) if type(s) is tuple else s for s in spans)
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """File path's scopes moved (old index -> new): rename the values that name them."""
-        for table in (self.calls, self.bases):
+        for table in (self.calls, self.bases, self.outside_bases):
             for key, values in table.items():
                 table[key] = type(values)(renumbered(v, path, numbers) for v in values)
         for table in (self.sites, self.via, self.refs):

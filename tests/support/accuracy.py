@@ -288,7 +288,8 @@ def score_edges(expected: Expected, edges: Iterable[tuple[str, str, str]]) -> di
 
 
 def engine_edges(case_dir: str | Path) -> set[tuple[str, str, str]]:
-    """Build the engine's index of one case (no cache) and return its edges, plus
+    """Build the engine's index of one case (no cache) and return its repository-internal
+    edges (those into libraries are scored by tests/test_index_libraries.py), plus
     ("via", "src -> dst", via) for each call edge and ("unresolved", id, line) for each
     unresolved call site."""
     from anchor_ls.index import Index
@@ -296,9 +297,10 @@ def engine_edges(case_dir: str | Path) -> set[tuple[str, str, str]]:
     idx = Index(case_dir, use_cache=False)
     idx.build()
     graph = idx.graph
-    out = {(e.kind, e.src, e.dst) for e in graph.edges()}
+    out = {(e.kind, e.src, e.dst) for e in graph.edges() if not e.dst.startswith("ext:")}
     for _kind, src, dst in graph.edges("calls"):
-        out.add(("via", f"{src} -> {dst}", graph.via(src, dst) or ""))
+        if not dst.startswith("ext:"):
+            out.add(("via", f"{src} -> {dst}", graph.via(src, dst) or ""))
     for rel in graph.files():
         out |= {("unresolved", s, str(span[0] + 1)) for s, _n, span in graph.file_missed(rel)}
     return out

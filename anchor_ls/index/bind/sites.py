@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from anchor_ls.index import dense
-from anchor_ls.index.bind import classes, evaluate, flow, lookup
+from anchor_ls.index.bind import classes, evaluate, external, flow, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.definitions import PROTOCOLS
 from anchor_ls.index.bind.values import in_order, interesting
@@ -52,9 +52,7 @@ _DUNDER_CALLERS = {
 }
 
 
-# What an outside call gives that says nothing of the value: `getattr(obj, name)()`
-# calls who knows what (a call of it is unresolved, not external).
-_UNKNOWN_OUTSIDE = ("builtins.getattr()",)
+_UNKNOWN_OUTSIDE = external.UNKNOWN_OUTSIDE
 
 
 def call_targets(
@@ -123,7 +121,9 @@ def resolve_file(
         done = 0
         try:
             if scope.kind == "class":
-                facts.bases[idx] = [v for v in classes.class_bases(db, (path, idx)) if v[0] == "c"]
+                bases = classes.class_bases(db, (path, idx))
+                facts.bases[idx] = [v for v in bases if v[0] == "c"]
+                external.note_bases(facts, idx, bases)
             for site in calls:
                 _resolve_site(db, path, idx, site, facts, counts, contrib, done)
                 done += 1
@@ -267,6 +267,7 @@ def _resolve_site(
             v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees
         ) or _known_outside(db, path, idx, func, receiver):
             counts[1] += 1
+            external.note_call(facts, idx, at, site.span, callees)
         else:
             _miss(at, counts)
         return

@@ -1,0 +1,38 @@
+"""What the binder leaves outside the repository, noted for the library-aware index.
+
+The binder itself never looks outside the repository: the names it gives outside values
+(`("x", "requests.Session().get")`) are kept here with their sites and bases, and
+anchor_ls.index.externals finds what they are in the environment. So the repository's own
+edges are the same with or without an environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from anchor_ls.index.bind.values import in_order
+from anchor_ls.index.state import FileFacts, Value, Values
+from anchor_ls.syntax.summary import Span
+
+# What an outside call gives that says nothing of the value: `getattr(obj, name)()`
+# calls who knows what (a call of it is unresolved, not external).
+UNKNOWN_OUTSIDE = ("builtins.getattr()",)
+
+
+def note_call(facts: FileFacts, idx: int, at: int, span: Span, callees: Values) -> None:
+    """A site at this place of scope idx's calls, counted outside: the outside names it
+    calls."""
+    names = tuple(
+        v[1] for v in in_order(callees) if v[0] == "x" and not v[1].startswith(UNKNOWN_OUTSIDE)
+    )
+    if not names:
+        return
+    for name in names:
+        facts.outside.setdefault((idx, name), []).append(span)
+    facts.outside_sites.setdefault(idx, []).append((at, names))
+
+
+def note_bases(facts: FileFacts, idx: int, bases: Sequence[Value]) -> None:
+    """A class's bases, in declared order, when one is outside the repository."""
+    if any(v[0] == "x" for v in bases):
+        facts.outside_bases[idx] = tuple(v for v in bases if v[0] in ("c", "x"))

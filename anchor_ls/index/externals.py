@@ -1,0 +1,526 @@
+"""Definitions outside the repository that its code reaches: the first step out, no more.
+
+The binder names what lies outside the repository by the way the code reaches it
+(`("x", "django.db.models.Model")`, `("x", "requests.Session().get")`). This module
+finds what such a name is in the environment (anchor_ls.index.environment): the module
+file, then the definition along re-exports, aliases, stubs and base classes, as
+`ext:<defining module>.<qualified name>` (`ext:django.db.models.base.Model`). Only modules
+that resolution reaches are read, by the same syntax layer as the repository's files;
+their summaries are kept in the user cache (signed rows, as every cache row) under their
+path, size and modification time, shared by every repository.
+
+It never imports, runs or links anything of the library's insides: an entity here is a
+target of a repository edge, never a source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import platformdirs
+
+from anchor_ls.index.cache import Cache
+from anchor_ls.index.environment import Environment
+from anchor_ls.index.model import EXTERNAL_PREFIX, Entity
+from anchor_ls.index.mro import mro_of
+from anchor_ls.syntax.parse import summarize
+from anchor_ls.syntax.summary import Expr, FileSummary, Scope
+
+__all__ = ["Externals", "library_cache_folder"]
+
+_MAX_DEPTH = 24  # re-exports and aliases followed before giving up (a cycle, or absurd depth)
+_SOURCE_SUFFIXES = (".pyi", ".py")  # a stub before its source (PEP 561)
+_EXTENSION_SUFFIXES = (".so", ".pyd")
+_BUILTINS_PREFIX = f"{EXTERNAL_PREFIX}builtins."
+_ALWAYS_THERE = frozenset({"builtins", *sys.builtin_module_names})
+
+
+LIBRARY_CACHE = "libraries.sqlite3"
+
+
+def library_cache_folder() -> Path:
+    """Where library summaries are kept (LIBRARY_CACHE, beside the cache key): the user
+    cache, one file for all repositories."""
+    return Path(platformdirs.user_cache_dir("anchor-ls"))
+
+
+class Module(NamedTuple):
+    """A module found in the environment: its file (None for a namespace package or a
+    compiled module without a stub) and, for a package, its folders."""
+
+    name: str
+    path: str | None
+    dirs: tuple[str, ...]
+
+
+class Definition(NamedTuple):
+    """A class or function: scope idx of the module's summary."""
+
+    module: Module
+    idx: int
+
+
+class Instance(NamedTuple):
+    """An instance of a class."""
+
+    cls: Definition
+
+
+Target = Module | Definition | Instance
+
+
+class Externals:
+    """What the names the binder leaves outside the repository are in one environment.
+
+    Answers are remembered for the life of the index (a library changes under a running
+    index rarely; a new build starts a new one)."""
+
+    def __init__(self, environment: Environment, use_cache: bool = True) -> None:
+        self.environment = environment
+        self._folders = environment.folders()
+        self._use_cache = use_cache
+        self._cache: Cache | None = None
+        self.problem: str | None = None  # the library cache could not be used
+        self._modules: dict[str, Module | None] = {}
+        self._summaries: dict[str, FileSummary | None] = {}
+        self._targets: dict[str, str | None] = {}  # binder name -> ext id
+        self._bases: dict[str, tuple[str, ...]] = {}
+        self._defs: dict[str, Definition] = {}  # ext id -> where it is defined
+        self._known_mros: dict = {}
+        self.files: dict[str, tuple[int, int]] = {}  # files read -> (size, mtime_ns)
+        self._extensions: dict[str, frozenset[str]] = {}  # folder -> its compiled modules
+
+    # ----- what the index asks ------------------------------------------------
+    def installed(self, dotted: str) -> bool:
+        """Whether the top module of a binder name is in the environment (else a call of
+        it is unresolved: the code needs a package that is not installed)."""
+        top = dotted.partition(".")[0].partition("(")[0]
+        return top in _ALWAYS_THERE or self.module(top) is not None
+
+    def target(self, dotted: str) -> str | None:
+        """The ext id of the class or function a binder name stands for, or None."""
+        try:
+            return self._targets[dotted]
+        except KeyError:
+            pass
+        try:
+            found = self._evaluate_name(dotted)
+            ident = self._remember(found) if isinstance(found, Definition) else None
+        except RecursionError:  # a library whose names chase each other: left unlinked
+            ident = None
+        self._targets[dotted] = ident
+        return ident
+
+    def call_target(self, dotted: str) -> str | None:
+        """target(dotted) for a call: none into builtins (`len`, `super`, `str.join`:
+        a link from nearly every function, saying nothing of any)."""
+        found = self.target(dotted)
+        return None if found is None or found.startswith(_BUILTINS_PREFIX) else found
+
+    def entity(self, ident: str) -> Entity | None:
+        """The entity of an ext id this index gave out (its file absolute)."""
+        found = self._defs.get(ident)
+        if found is None:
+            return None
+        summary = self.summary(found.module)
+        if summary is None or found.module.path is None:
+            return None
+        scope = summary.scopes[found.idx]
+        kind = scope.kind if scope.kind == "class" else "function"
+        if kind == "function" and summary.scopes[scope.parent].kind == "class":
+            kind = "method"
+        return Entity(
+            ident,
+            kind,
+            found.module.path,
+            scope.name,
+            scope.line,
+            scope.end_line,
+            scope.start_line,
+            scope.name_span,
+        )
+
+    def bases(self, ident: str) -> tuple[str, ...]:
+        """The ext ids of an external class's bases, in declared order (those found)."""
+        known = self._bases.get(ident)
+        if known is not None:
+            return known
+        found = self._defs.get(ident)
+        out: list[str] = []
+        self._bases[ident] = ()  # a class among its own bases' names stands alone
+        if found is not None:
+            try:
+                out = [self._remember(base) for base in self._class_bases(found)]
+            except RecursionError:
+                out = []
+        self._bases[ident] = known = tuple(dict.fromkeys(b for b in out if b != ident))
+        return known
+
+    def member(self, ident: str, name: str) -> str | None:
+        """The ext id of the function an external class's own body binds to name."""
+        found = self._defs.get(ident)
+        if found is None:
+            return None
+        try:
+            value = self._own_attr(found, name, 0)
+        except RecursionError:
+            return None
+        if isinstance(value, Definition) and self._scope(value).kind != "class":
+            return self._remember(value)
+        return None
+
+    def mro(self, ident: str) -> list[str]:
+        """An external class and its external bases in C3 order."""
+        return list(mro_of(ident, self.bases, self._known_mros, set()))
+
+    def entities(self, idents: Iterator[str] | list[str]) -> list[Entity]:
+        return [e for e in (self.entity(i) for i in idents) if e is not None]
+
+    # ----- modules ---------------------------------------------------------------
+    def module(self, dotted: str) -> Module | None:
+        try:
+            return self._modules[dotted]
+        except KeyError:
+            pass
+        parent, _, last = dotted.rpartition(".")
+        if parent:
+            above = self.module(parent)
+            found = self._find(last, above.dirs, dotted) if above is not None else None
+        else:
+            found = self._find(dotted, self._folders, dotted, top=True)
+        self._modules[dotted] = found
+        return found
+
+    def _find(
+        self, name: str, folders: tuple[str, ...], dotted: str, top: bool = False
+    ) -> Module | None:
+        """name in folders as the import system finds it: a package or module in the first
+        folder that has one (a stub package `name-stubs` first, a stub before its
+        source), else a namespace package of every folder with a folder `name`."""
+        portions: list[str] = []
+        for folder in folders:
+            if top:
+                stubs = os.path.join(folder, f"{name}-stubs")
+                init = os.path.join(stubs, "__init__.pyi")
+                if os.path.isfile(init):
+                    real = os.path.join(folder, name)
+                    dirs = (stubs, real) if os.path.isdir(real) else (stubs,)
+                    return Module(dotted, init, dirs)
+            package = os.path.join(folder, name)
+            if os.path.isdir(package):
+                for suffix in _SOURCE_SUFFIXES:
+                    init = os.path.join(package, f"__init__{suffix}")
+                    if os.path.isfile(init):
+                        return Module(dotted, init, (package,))
+            for suffix in _SOURCE_SUFFIXES:
+                single = os.path.join(folder, f"{name}{suffix}")
+                if os.path.isfile(single):
+                    return Module(dotted, single, ())
+            if self._has_extension(folder, name):
+                return Module(dotted, None, ())
+            if os.path.isdir(package):
+                portions.append(package)
+        return Module(dotted, None, tuple(portions)) if portions else None
+
+    # ----- summaries ---------------------------------------------------------------
+    def summary(self, module: Module) -> FileSummary | None:
+        path = module.path
+        if path is None:
+            return None
+        try:
+            return self._summaries[path]
+        except KeyError:
+            pass
+        found = self._summaries[path] = self._read_summary(path)
+        return found
+
+    def _read_summary(self, path: str) -> FileSummary | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        self.files[path] = (info.st_size, info.st_mtime_ns)
+        stamp = hashlib.blake2b(
+            f"{info.st_size}\0{info.st_mtime_ns}".encode(), digest_size=16
+        ).hexdigest()
+        cache = self._open_cache()
+        if cache is not None:
+            blob = cache.summary(path, stamp)
+            if blob is not None:
+                try:
+                    return pickle.loads(blob)
+                except Exception:  # a damaged row: read the file again
+                    pass
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        try:
+            summary = _definitions_only(summarize(path, data))
+        except Exception:  # bytes the syntax layer refuses: no definitions from it
+            return None
+        if cache is not None:
+            cache.store_summaries([(path, stamp, pickle.dumps(summary, pickle.HIGHEST_PROTOCOL))])
+            self.problem = cache.take_problem() or self.problem
+        return summary
+
+    def _open_cache(self) -> Cache | None:
+        if not self._use_cache:
+            return None
+        if self._cache is None:
+            try:
+                self._cache = Cache(library_cache_folder(), name=LIBRARY_CACHE)
+            except (OSError, sqlite3.Error) as err:
+                self._use_cache = False
+                self.problem = f"library cache unusable ({err}); libraries read every time"
+                return None
+        return self._cache
+
+    def _has_extension(self, folder: str, name: str) -> bool:
+        """Whether folder holds a compiled module `name` (`name.cpython-311-...so`)."""
+        names = self._extensions.get(folder)
+        if names is None:
+            try:
+                entries = os.listdir(folder)
+            except OSError:
+                entries = []
+            names = self._extensions[folder] = frozenset(
+                e.partition(".")[0] for e in entries if e.endswith(_EXTENSION_SUFFIXES)
+            )
+        return name in names
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    # ----- names to definitions --------------------------------------------------
+    def _remember(self, found: Definition) -> str:
+        scope = self._scope(found)
+        ident = f"{EXTERNAL_PREFIX}{found.module.name}.{scope.qualname}"
+        self._defs.setdefault(ident, found)
+        return ident
+
+    def _scope(self, found: Definition) -> Scope:
+        summary = self.summary(found.module)
+        assert summary is not None  # a Definition is made only from a summary
+        return summary.scopes[found.idx]
+
+    def _evaluate_name(self, dotted: str) -> Target | None:
+        """A binder name (`a.b.C().m`) step by step: the longest module prefix, then
+        attributes and calls."""
+        steps = _steps(dotted)
+        if not steps or steps[0][1]:
+            return None
+        current: Target | None = self.module(steps[0][0])
+        for name, calls in steps[1:] if current is not None else ():
+            current = self._attribute(current, name, 0)
+            for _ in range(calls):
+                if current is None:
+                    break
+                current = self._call(current, 0)
+            if current is None:
+                return None
+        return current
+
+    def _attribute(self, target: Target, name: str, depth: int) -> Target | None:
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(target, Module):
+            found = self._module_attr(target, name, depth + 1)
+            if found is None:
+                return self.module(f"{target.name}.{name}")
+            return found
+        if isinstance(target, Instance):
+            return self._class_attr(target.cls, name, depth + 1)
+        if self._scope(target).kind == "class":
+            return self._class_attr(target, name, depth + 1)
+        return None
+
+    def _call(self, target: Target, depth: int) -> Target | None:
+        if depth > _MAX_DEPTH or isinstance(target, Module):
+            return None
+        if isinstance(target, Instance):
+            call = self._class_attr(target.cls, "__call__", depth + 1)
+            return self._call(call, depth + 1) if isinstance(call, Definition) else None
+        scope = self._scope(target)
+        if scope.kind == "class":
+            return Instance(target)
+        if scope.returns is None:
+            return None
+        made = self._evaluate(target.module, scope.parent, scope.returns, depth + 1, target)
+        if isinstance(made, Definition) and self._scope(made).kind == "class":
+            return Instance(made)
+        return None
+
+    def _module_attr(self, module: Module, name: str, depth: int) -> Target | None:
+        summary = self.summary(module)
+        if summary is None:
+            return None
+        top = summary.scopes[0]
+        for binding in top.bindings:
+            if binding.name == name:
+                found = self._evaluate(module, 0, binding.value, depth + 1)
+                if found is not None:
+                    return found
+        for star in top.star_imports:
+            source = self._imported_module(module, star.module, star.level)
+            if source is not None and source != module:
+                found = self._module_attr(source, name, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _own_attr(self, cls: Definition, name: str, depth: int) -> Target | None:
+        scope = self._scope(cls)
+        for binding in scope.bindings:
+            if binding.name == name:
+                found = self._evaluate(cls.module, cls.idx, binding.value, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _class_attr(self, cls: Definition, name: str, depth: int) -> Target | None:
+        for ident in self.mro(self._remember(cls)):
+            found = self._own_attr(self._defs[ident], name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _class_bases(self, cls: Definition) -> list[Definition]:
+        scope = self._scope(cls)
+        out = []
+        for base in scope.bases:
+            found = self._evaluate(cls.module, scope.parent, base, 0)
+            if isinstance(found, Definition) and self._scope(found).kind == "class":
+                out.append(found)
+        return out
+
+    def _imported_module(self, module: Module, dotted: str, level: int) -> Module | None:
+        if not level:
+            return self.module(dotted) if dotted else None
+        package = module.name.split(".")
+        is_package = module.path is not None and os.path.basename(module.path).startswith(
+            "__init__."
+        )
+        keep = len(package) - level + (1 if is_package else 0)
+        if keep < 1:
+            return None
+        base = ".".join(package[:keep])
+        return self.module(f"{base}.{dotted}" if dotted else base)
+
+    def _evaluate(
+        self,
+        module: Module,
+        scope_idx: int,
+        expr: Expr,
+        depth: int,
+        method: Definition | None = None,
+    ) -> Target | None:
+        """What an expression of a library's definitions (an alias, a base, an import, a
+        return annotation) names: a module, class or function; else None."""
+        if depth > _MAX_DEPTH:
+            return None
+        tag = expr[0]
+        if tag == "f":
+            return Definition(module, expr[1])
+        if tag == "n":
+            return self._name(module, scope_idx, expr[1], depth + 1, method)
+        if tag == "a":
+            base = self._evaluate(module, scope_idx, expr[1], depth + 1, method)
+            return self._attribute(base, expr[2], depth + 1) if base is not None else None
+        if tag in ("s", "g"):  # Generic[T], list[str]: the class subscripted
+            return self._evaluate(module, scope_idx, expr[1], depth + 1, method)
+        if tag == "c":
+            called = self._evaluate(module, scope_idx, expr[1], depth + 1, method)
+            return self._call(called, depth + 1) if called is not None else None
+        if tag == "an":
+            return self._evaluate(module, scope_idx, expr[1], depth + 1, method)
+        if tag == "or":
+            for option in expr[1]:
+                found = self._evaluate(module, scope_idx, option, depth + 1, method)
+                if found is not None:
+                    return found
+            return None
+        if tag == "sa":
+            parts = expr[1].strip().split(".")
+            if not all(p.isidentifier() for p in parts):
+                return None
+            found = self._name(module, scope_idx, parts[0], depth + 1, method)
+            for part in parts[1:]:
+                if found is None:
+                    return None
+                found = self._attribute(found, part, depth + 1)
+            return found
+        if tag == "im":
+            return self.module(expr[1].split(".")[0])
+        if tag == "ima":
+            return self._imported_module(module, expr[1], expr[2])
+        if tag == "if":
+            source = self._imported_module(module, expr[1], expr[2])
+            if source is None:
+                return None
+            if source.path is not None and source.path == module.path:
+                return None
+            found = self._module_attr(source, expr[3], depth + 1)
+            return found if found is not None else self.module(f"{source.name}.{expr[3]}")
+        return None
+
+    def _name(
+        self, module: Module, scope_idx: int, name: str, depth: int, method: Definition | None
+    ) -> Target | None:
+        if name == "Self" and method is not None:
+            summary = self.summary(module)
+            owner = summary.scopes[method.idx].parent if summary is not None else -1
+            if owner > 0 and summary is not None and summary.scopes[owner].kind == "class":
+                return Definition(module, owner)
+        summary = self.summary(module)
+        if summary is not None and 0 < scope_idx < len(summary.scopes):
+            scope = summary.scopes[scope_idx]
+            if scope.kind == "class":
+                for binding in scope.bindings:
+                    if binding.name == name:
+                        found = self._evaluate(module, scope_idx, binding.value, depth + 1)
+                        if found is not None:
+                            return found
+        found = self._module_attr(module, name, depth + 1)
+        if found is not None or module.name == "builtins":
+            return found
+        builtins = self.module("builtins")
+        return self._module_attr(builtins, name, depth + 1) if builtins is not None else None
+
+
+def _steps(dotted: str) -> list[tuple[str, int]]:
+    """`a.b().c` -> [(a, 0), (b, 1), (c, 0)]: each name and the calls made of it."""
+    out: list[tuple[str, int]] = []
+    for part in dotted.split("."):
+        name = part.rstrip("()")
+        calls = (len(part) - len(name)) // 2
+        if not name.isidentifier():
+            return []
+        out.append((name, calls))
+    return out
+
+
+def _definitions_only(summary: FileSummary) -> FileSummary:
+    """What following a name needs of a library file: its scopes' definitions, bindings of
+    modules and classes, bases and return annotations; no bodies (a library's call sites
+    are never resolved)."""
+    for scope in summary.scopes:
+        scope.calls = scope.attr_reads = scope.uses = ()
+        scope.return_values = scope.yields = scope.attr_assigns = scope.mutations = ()
+        scope.decorators = ()
+        if scope.kind not in ("module", "class"):
+            scope.bindings = ()
+    summary.bodies = None
+    summary.words = b""
+    summary.constants = []
+    return summary

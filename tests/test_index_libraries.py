@@ -1,0 +1,209 @@
+"""The library-aware index: bases, overrides and calls one step out of the repository,
+into a fake site-packages (fixtures/libraries/site-packages) and the standard library,
+with the expected edges written by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from anchor_ls.index import Environment, Index
+from anchor_ls.index.environment import typeshed_stdlib
+from anchor_ls.index.model import EXTERNAL_PREFIX
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "fixtures" / "libraries"
+SITE = FIXTURE / "site-packages"
+
+# Written by hand from fixtures/libraries: re-exports (django.views.generic, django.db
+# .models), an alias (`Manager = BaseManager`, `dumps = _dumps`), a compiled module with
+# only its stub (fastjson/_speedups), return annotations (Session.get -> Response), the
+# standard library (pathlib), and a package that is not installed (paymentgateway).
+EXPECTED_INHERITS = {
+    ("shop/views.py:ArticleView", "ext:django.views.generic.base.View"),
+    ("shop/views.py:HomeView", "ext:django.views.generic.base.TemplateView"),
+    ("shop/views.py:SpecialArticleView", "shop/views.py:ArticleView"),
+    ("shop/models.py:Article", "ext:django.db.models.base.Model"),
+    ("shop/clients.py:FastEncoder", "ext:fastjson._speedups.Encoder"),
+}
+EXPECTED_OVERRIDES = {
+    ("shop/views.py:ArticleView.dispatch", "ext:django.views.generic.base.View.dispatch"),
+    ("shop/views.py:SpecialArticleView.dispatch", "shop/views.py:ArticleView.dispatch"),
+    (
+        "shop/views.py:HomeView.render_to_response",
+        "ext:django.views.generic.base.TemplateResponseMixin.render_to_response",
+    ),
+    ("shop/models.py:Article.save", "ext:django.db.models.base.Model.save"),
+    ("shop/clients.py:FastEncoder.encode", "ext:fastjson._speedups.Encoder.encode"),
+}
+EXPECTED_EXTERNAL_CALLS = {
+    ("shop/views.py:ArticleView.get", "ext:pathlib.Path"),
+    ("shop/views.py:ArticleView.get", "ext:pathlib.Path.read_text"),
+    ("shop/models.py:Article", "ext:django.db.models.manager.BaseManager"),
+    ("shop/clients.py:FastEncoder.encode", "ext:fastjson._speedups.dumps"),
+    ("shop/clients.py:Client.__init__", "ext:requests.sessions.Session"),
+    ("shop/clients.py:Client.fetch", "ext:requests.sessions.Session.get"),
+    ("shop/clients.py:Client.fetch", "ext:requests.models.Response.json"),
+}
+# ext id -> (file under the fake site-packages, or None for the standard library; line)
+EXPECTED_PLACES = {
+    "ext:django.views.generic.base.View": ("django/views/generic/base.py", 1),
+    "ext:django.views.generic.base.View.dispatch": ("django/views/generic/base.py", 10),
+    "ext:django.db.models.base.Model": ("django/db/models/base.py", 5),
+    "ext:django.db.models.manager.BaseManager": ("django/db/models/manager.py", 4),
+    "ext:fastjson._speedups.Encoder": ("fastjson/_speedups.pyi", 1),
+    "ext:requests.sessions.Session.get": ("requests/sessions.py", 5),
+}
+
+
+def fake_environment() -> Environment:
+    """The fake site-packages, then this interpreter's standard library (typeshed's stubs
+    first when jedi is installed): an environment without an interpreter."""
+    stdlib = os.path.dirname(os.__file__)
+    return Environment(paths=(str(SITE), stdlib), stubs=typeshed_stdlib())
+
+
+def edge_set(graph_json: dict, kind: str) -> set[tuple[str, str]]:
+    return {(e["src"], e["dst"]) for e in graph_json["edges"] if e["kind"] == kind}
+
+
+def copy_app(tmp_path: Path) -> Path:
+    app = tmp_path / "app"
+    shutil.copytree(FIXTURE / "app", app)
+    return app
+
+
+def build(root: Path, python: object, **kwargs: object) -> Index:
+    index = Index(root, python=python, **kwargs)  # type: ignore[arg-type]
+    index.build()
+    return index
+
+
+def test_bases_overrides_and_calls_reach_one_step_into_the_libraries(tmp_path: Path) -> None:
+    index = build(copy_app(tmp_path), fake_environment(), use_cache=False)
+    data = index.graph.to_json()
+    assert edge_set(data, "inherits") == EXPECTED_INHERITS
+    assert edge_set(data, "overrides") == EXPECTED_OVERRIDES
+    external_calls = {(s, d) for s, d in edge_set(data, "calls") if d.startswith(EXTERNAL_PREFIX)}
+    assert external_calls == EXPECTED_EXTERNAL_CALLS
+    # only the first step out: no edge starts outside the repository
+    assert not [e for e in data["edges"] if e["src"].startswith(EXTERNAL_PREFIX)]
+    external = {e["id"]: e for e in data["entities"] if e.get("external")}
+    targets = {d for _s, d in EXPECTED_EXTERNAL_CALLS | EXPECTED_INHERITS | EXPECTED_OVERRIDES}
+    assert set(external) == {t for t in targets if t.startswith(EXTERNAL_PREFIX)}
+    for ident, (rel, line) in EXPECTED_PLACES.items():
+        assert (external[ident]["path"], external[ident]["line"]) == (str(SITE / rel), line)
+    assert os.path.isabs(external["ext:pathlib.Path.read_text"]["path"])
+    assert index.graph.entity("ext:django.views.generic.base.View").external  # type: ignore[union-attr]
+    assert "ext" not in index.graph.files()
+
+
+def test_a_package_that_is_not_installed_is_unresolved_not_outside(tmp_path: Path) -> None:
+    app = copy_app(tmp_path)
+    with_env = build(app, fake_environment(), use_cache=False)
+    without = build(app, Environment(), use_cache=False)
+    assert with_env.problems == {}
+    assert [n for _s, n, _span in with_env.graph.file_missed("shop/clients.py")] == ["charge"]
+    assert with_env.graph.unresolved("shop/clients.py:charge") == 1
+    assert without.graph.unresolved("shop/clients.py:charge") == 0  # outside, as before
+    assert with_env.stats().unresolved == without.stats().unresolved + 1
+    assert with_env.stats().external == without.stats().external - 1
+    assert not [d for _s, d in edge_set(with_env.graph.to_json(), "calls") if "payment" in d]
+
+
+def test_repository_edges_are_the_same_with_and_without_the_environment(tmp_path: Path) -> None:
+    app = copy_app(tmp_path)
+    with_env = build(app, fake_environment(), use_cache=False).graph.to_json()
+    without = build(app, Environment(), use_cache=False).graph.to_json()
+
+    def internal(data: dict) -> list[dict]:
+        return [e for e in data["edges"] if not e["dst"].startswith(EXTERNAL_PREFIX)]
+
+    assert internal(with_env) == internal(without)
+    assert [e for e in without["entities"] if e.get("external")] == []
+
+
+def test_a_warm_start_and_another_environment_each_give_their_own_graph(tmp_path: Path) -> None:
+    """The environment is part of the cache key: a warm start in the same environment
+    answers the same, one in no environment does not reuse the library edges."""
+    app = copy_app(tmp_path)
+    cache = tmp_path / "cache"
+    cold = build(app, fake_environment(), cache_dir=cache).graph.to_json()
+    warm_index = build(app, fake_environment(), cache_dir=cache)
+    assert warm_index.stats().reparsed == 0
+    assert warm_index.graph.to_json() == cold
+    bare = build(app, Environment(), cache_dir=cache).graph.to_json()
+    assert [e for e in bare["entities"] if e.get("external")] == []
+    assert edge_set(bare, "overrides") == {
+        ("shop/views.py:SpecialArticleView.dispatch", "shop/views.py:ArticleView.dispatch")
+    }
+
+
+def test_edits_keep_the_library_edges_as_a_fresh_build_has_them(tmp_path: Path) -> None:
+    app = copy_app(tmp_path)
+    index = build(app, fake_environment(), use_cache=False)
+    views = app / "shop" / "views.py"
+    text = views.read_text(encoding="utf-8").replace(
+        "class HomeView(TemplateView):", "class HomeView(RedirectView):"
+    )
+    text = text.replace("import TemplateView, View", "import RedirectView, TemplateView, View")
+    views.write_text(text, encoding="utf-8")
+    index.update_file("shop/views.py", text)
+    fresh = build(app, fake_environment(), use_cache=False).graph.to_json()
+    assert index.graph.to_json() == fresh
+    assert ("shop/views.py:HomeView", "ext:django.views.generic.base.RedirectView") in edge_set(
+        fresh, "inherits"
+    )
+    assert not [s for s, _d in edge_set(fresh, "overrides") if "HomeView" in s]
+
+
+def test_library_summaries_are_cached_and_signed_in_the_user_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shared by every repository, keyed by path, size and mtime; a row this user's key
+    did not sign is never unpickled (the library is read again)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    app = copy_app(tmp_path)
+    first = build(app, fake_environment(), use_cache=True, cache_dir=tmp_path / "c1")
+    expected = first.graph.to_json()
+    first.close()
+    store = tmp_path / "xdg" / "anchor-ls" / "libraries.sqlite3"
+    assert store.is_file()
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        paths = {row[0] for row in db.execute("SELECT path FROM summaries")}
+        assert str(SITE / "django" / "views" / "generic" / "base.py") in paths
+        # a foreign row: the bytes of a pickle that would run code, unsigned
+        evil = b"\x00" * 16 + b"cos\nsystem\n(S'touch " + str(tmp_path).encode() + b"/pwned'\ntR."
+        db.execute("UPDATE summaries SET blob = ?", (evil,))
+    second = build(copy_app(tmp_path / "again"), fake_environment(), cache_dir=tmp_path / "c2")
+    assert second.graph.to_json()["edges"] == expected["edges"]
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.slow
+def test_a_named_interpreter_of_a_virtual_environment_gives_its_packages(tmp_path: Path) -> None:
+    """A venv whose site-packages holds the fake packages, named by its python: its search
+    path comes from running that interpreter (the user named it), through jedi."""
+    pytest.importorskip("jedi")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    for package in ("django", "requests", "fastjson"):
+        shutil.copytree(SITE / package, site / package)
+    app = copy_app(tmp_path)
+    index = build(app, venv / "bin" / "python", use_cache=False)
+    data = index.graph.to_json()
+    assert index.environment.python == str(venv / "bin" / "python")
+    assert edge_set(data, "inherits") == EXPECTED_INHERITS
+    assert edge_set(data, "overrides") == EXPECTED_OVERRIDES
+    view = next(e for e in data["entities"] if e["id"] == "ext:django.views.generic.base.View")
+    assert view["path"] == str(site.resolve() / "django" / "views" / "generic" / "base.py")
+    assert json.dumps(data)  # serializable as the CLI writes it
