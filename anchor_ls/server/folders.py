@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
+import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,15 @@ def collector_paused() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+def _read(path: str) -> bytes:
+    """A library file's bytes (b"" when it went away: positions stay as the index has them)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -142,7 +154,10 @@ class Folder:
 
     def view(self, relpath: str) -> SourceView | None:
         """Derived facts of the source last indexed for relpath (cached until its content
-        hash changes: the index keeps sources compressed, reading one makes new bytes)."""
+        hash changes: the index keeps sources compressed, reading one makes new bytes).
+        An absolute path is a library's file (an external entity's): read from the disk."""
+        if relpath.startswith("/"):
+            return self._library_view(relpath)
         index = self.index
         digest = index.content_hash(relpath) if index is not None else None
         if index is None or digest is None:
@@ -157,6 +172,23 @@ class Folder:
             lambda: index.source(relpath) or b"",
         )
         self._views[relpath] = (digest, view)
+        return view
+
+    def _library_view(self, path: str) -> SourceView | None:
+        """A library file as a view (its URI, its lines for positions), kept while its size
+        and modification time stay; None when it cannot be read."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
+        cached = self._views.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        uri = from_fs_path(path) or ""
+        view = SourceView("", "", False, partial(_read, path))
+        view.uri, view.uri_json = uri, json.dumps(uri)  # as pygls quotes it
+        self._views[path] = (stamp, view)
         return view
 
     # ----- mutations (indexer thread only) ------------------------------

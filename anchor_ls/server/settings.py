@@ -23,7 +23,14 @@ class Settings:
     inlay_hints: bool = True
     code_lens: bool = True
     hint_fields: tuple[str, ...] = ("CALLED_BY", "BASE", "DERIVED")
-    lens_fields: tuple[str, ...] = ("CALLED_BY", "REFERENCED_BY", "CALLS", "DERIVED")
+    lens_fields: tuple[str, ...] = (
+        "CALLED_BY",
+        "REFERENCED_BY",
+        "CALLS",
+        "DERIVED",
+        "OVERRIDES",
+        "OVERRIDDEN_BY",
+    )
     exclude: tuple[str, ...] = ()
     cache_dir: str | None = None
     source_roots: tuple[str, ...] = ()

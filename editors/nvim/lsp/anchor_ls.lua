@@ -25,7 +25,7 @@ return {
       inlayHints = true,
       codeLens = true,
       hintFields = { 'CALLED_BY', 'BASE', 'DERIVED' },
-      lensFields = { 'CALLED_BY', 'REFERENCED_BY', 'CALLS', 'DERIVED' },
+      lensFields = { 'CALLED_BY', 'REFERENCED_BY', 'CALLS', 'DERIVED', 'OVERRIDES', 'OVERRIDDEN_BY' },
       exclude = {},
       cacheDir = vim.NIL,
       sourceRoots = {},
