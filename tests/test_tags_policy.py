@@ -109,7 +109,6 @@ def test_named_policies_ignore_the_degree() -> None:
         "BASE",  # external bases only under inv
         "DERIVED",
         "OVERRIDES",  # external targets only under inv
-        "OVERRIDDEN_BY",
         "IMPORTED_BY",
         "PARENT",
     )

@@ -25,7 +25,8 @@ Rules that keep tags about what a reader cannot already see:
 - Definitions outside the repository (`ext:` ids: installed packages, the standard
   library) are the first step out, never a block of their own. BASE and OVERRIDES list
   them in every policy (inv keeps those two fields for them alone: nothing else can
-  show that link); calls into them are not CALLS but the dense CALLS_EXTERNAL.
+  show that link; inv has no OVERRIDDEN_BY, see INV_FIELDS); calls into them are not
+  CALLS but the dense CALLS_EXTERNAL.
 
 And two that keep materialized text small, where the study measured its cost (input
 tokens) and the hub problem (a hub's name repeated in many blocks eclipses the rest in
@@ -116,7 +117,9 @@ TOPO_FIELDS = (
 )
 # inv keeps BASE and OVERRIDES for their targets outside the repository alone: a library's
 # class carries no block, so no DERIVED or OVERRIDDEN_BY can show the link from its side.
-INV_FIELDS = ("CALLED_BY", "BASE", "DERIVED", "OVERRIDES", "OVERRIDDEN_BY", "IMPORTED_BY", "PARENT")
+# OVERRIDDEN_BY is left out: a base method's overrides are in its class's subclasses
+# (DERIVED), and listing them took Django's inv tags from 7.3 % to 8.2 % of the source.
+INV_FIELDS = ("CALLED_BY", "BASE", "DERIVED", "OVERRIDES", "IMPORTED_BY", "PARENT")
 EXTERNAL_ONLY: dict[str, frozenset[str]] = {"inv": frozenset({"BASE", "OVERRIDES"})}
 DENSE_ONLY_FIELDS = (
     "CALLS_EXTERNAL",
