@@ -10,6 +10,16 @@ target. Each pair is compared side by side; the table gives the median pair's ra
 the range of all, the median seconds of each, and the warm start after the last cold build.
 Targets (the issue): cold <= 5x ast.parse, warm <= 0.3x, re-index of one Django file < 50 ms,
 peak memory on Django < 400 MB.
+
+    python benchmarks/index_bench.py --libraries [--repeat N]
+
+The library-aware index (issue #23) instead: cold builds of the djangorestframework sdist
+and of the Django sdist without an environment and with a venv holding Django 5.1.4
+(benchmarks/.data/django-5.1.4-env, made here), in turn --repeat times; then a warm start
+of each. Targets: the library work costs at most 30% more cold time and nothing on a
+warm start; the repository-internal graph is the same with and without the environment;
+DRF's APIView inherits ext:django.views.generic.base.View and its dispatch overrides
+View.dispatch.
 """
 
 import argparse
@@ -31,6 +41,16 @@ from statistics import median
 
 DATA = Path(__file__).resolve().parent / ".data"
 SDISTS = {"Django-5.1.4": "django==5.1.4", "pytest-8.3.4": "pytest==8.3.4"}
+DRF = "djangorestframework-3.15.2"
+ENV = DATA / "django-5.1.4-env"  # a venv with Django installed: the library environment
+DRF_FACTS = {  # (relation, source, target) the DRF corpus must have with the environment
+    ("inherits", "rest_framework/views.py:APIView", "ext:django.views.generic.base.View"),
+    (
+        "overrides",
+        "rest_framework/views.py:APIView.dispatch",
+        "ext:django.views.generic.base.View.dispatch",
+    ),
+}
 RETURN_LINE = re.compile(rb"^([ \t]+)return\b", re.M)
 NEW_DEF = b"\n\ndef _bench_edit_fn():\n    return 1\n"
 
@@ -56,6 +76,20 @@ def fetch() -> None:
     for name in missing:
         with tarfile.open(DATA / f"{name}.tar.gz") as tar:
             tar.extractall(DATA, filter="data")
+
+
+def fetch_libraries() -> None:
+    """The DRF sdist and a venv with Django 5.1.4, when missing."""
+    if not (DATA / DRF).is_dir():
+        if not (DATA / f"{DRF}.tar.gz").is_file():
+            cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps"]
+            subprocess.run([*cmd, "djangorestframework==3.15.2", "-d", str(DATA)], check=True)
+        with tarfile.open(DATA / f"{DRF}.tar.gz") as tar:
+            tar.extractall(DATA, filter="data")
+    if not (ENV / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(ENV)], check=True)
+        pip = [str(ENV / "bin" / "python"), "-m", "pip", "install", "-q", "django==5.1.4"]
+        subprocess.run(pip, check=True)
 
 
 def cpu() -> float:
@@ -94,12 +128,25 @@ def edited(data: bytes) -> bytes:
 
 def child_index(job: dict) -> dict:
     """A build (cold or warm per the cache folder); peak RSS of this process and its workers."""
-    from anchor_ls.index import Index
+    from anchor_ls.index import Environment, Index
 
+    if job.get("xdg"):  # the user cache (library summaries, a named interpreter's path)
+        os.environ["XDG_CACHE_HOME"] = job["xdg"]
+    python = job.get("python", "default")  # "default": anchor-ls's own; "none": no libraries
+    chosen = {"default": None, "none": Environment()}.get(python, python)
     t0, c0 = time.perf_counter(), cpu()
-    index = Index(**{k: job[k] for k in ("root", "cache_dir", "exclude", "workers")})
+    index = Index(**{k: job[k] for k in ("root", "cache_dir", "exclude", "workers")}, python=chosen)
+    made = time.perf_counter() - t0  # a named interpreter is asked for its sys.path here
     stats = index.build()
     out = {"secs": time.perf_counter() - t0, "cpu": cpu() - c0, "stats": stats.as_dict()}
+    out["made"] = made
+    if job.get("graph_out"):  # the repository-internal edges, and the external ones counted
+        graph = index.graph
+        edges = [(e.kind, e.src, e.dst) for e in graph.edges() if not e.dst.startswith("ext:")]
+        Path(job["graph_out"]).write_text(json.dumps(edges), encoding="utf-8")
+        out["external_edges"] = sum(1 for e in graph.edges() if e.dst.startswith("ext:"))
+        out["external_entities"] = len(graph.external_targets())
+        out["facts"] = sorted(list(f) for f in DRF_FACTS if f[2] in graph.out(f[0], f[1]))
     if job["mode"] == "warm":
         out["load"], out["first"], out["edits"] = reindex(index, job["big"])
     out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
@@ -140,8 +187,11 @@ def reindex(index: object, big: str | None) -> tuple[float, float, list]:
     return load, first, edits
 
 
-def run_child(mode: str, root: str, exclude: tuple[str, ...], cache: str, args, big=None) -> dict:
+def run_child(
+    mode: str, root: str, exclude: tuple[str, ...], cache: str, args, big=None, **more
+) -> dict:
     job = {"mode": mode, "root": root, "exclude": exclude, "cache_dir": cache, "big": big}
+    job |= more
     cmd = [sys.executable, __file__, "--child", json.dumps(job | {"workers": args.workers})]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -254,6 +304,96 @@ def report(rows: dict[str, dict]) -> None:
     print(f"\n{os.cpu_count()} cores, load average after the run {load}; commit {tree}")
 
 
+def measure_libraries(args) -> None:
+    """Per turn, cold builds: without an environment; with one and nothing in the user
+    cache (the first repository ever: every library file read, the interpreter asked);
+    with one and the user cache another repository filled (library summaries shared).
+    Then a warm start of each; the internal graphs compared; one table."""
+    python = str(ENV / "bin" / "python")
+    corpora_ = {"drf": str(DATA / DRF), "django": str(DATA / "Django-5.1.4")}
+    rows = []
+    for name, root in corpora_.items():
+        print(f"[{name}] {args.repeat} x 3 cold builds, warm of each", file=sys.stderr)
+        turns: list[tuple[dict, dict, dict]] = []
+        with tempfile.TemporaryDirectory(prefix="anchor-libs-") as tmp:
+            for turn in range(args.repeat):
+                user = {"none": f"{tmp}/xdg-none-{turn}", "env": f"{tmp}/xdg-env-{turn}"}
+                none = run_child(
+                    "cold", root, (), f"{tmp}/none-{turn}", args, python="none",
+                    graph_out=f"{tmp}/none.json", xdg=user["none"],
+                )  # fmt: skip
+                first = run_child(
+                    "cold", root, (), f"{tmp}/env-{turn}", args, python=python,
+                    graph_out=f"{tmp}/env.json", xdg=user["env"],
+                )  # fmt: skip
+                shared = run_child(
+                    "cold", root, (), f"{tmp}/shared-{turn}", args, python=python,
+                    xdg=user["env"],
+                )  # fmt: skip
+                turns.append((none, first, shared))
+            last = args.repeat - 1
+            warm = {
+                "none": run_child(
+                    "cold", root, (), f"{tmp}/none-{last}", args, python="none",
+                    xdg=f"{tmp}/xdg-none-{last}",
+                ),
+                "env": run_child(
+                    "cold", root, (), f"{tmp}/env-{last}", args, python=python,
+                    xdg=f"{tmp}/xdg-env-{last}",
+                ),
+            }  # fmt: skip
+            same = Path(f"{tmp}/none.json").read_text() == Path(f"{tmp}/env.json").read_text()
+        rows.append((name, turns, warm, same))
+    print(
+        "| corpus | files | cold s without (cpu) | cold s with, nothing cached (cpu)"
+        " | cold s with, library cache shared (cpu) | extra cold: nothing cached / shared,"
+        " median turn [range] | warm s without | warm s with | external edges / entities"
+        " | overrides without / with | unresolved without / with | internal graph identical"
+        " | DRF facts |"
+    )
+    print("|" + "---|" * 13)
+    verdicts = []
+    for name, turns, warm, same in rows:
+        first = sorted(f["secs"] / n["secs"] - 1 for n, f, _s in turns)
+        shared = sorted(s["secs"] / n["secs"] - 1 for n, _f, s in turns)
+        n, f, sh = (middle([t[i] for t in turns]) for i in range(3))
+        ns, fs = n["stats"], f["stats"]
+        facts = "-" if name != "drf" else ("all" if len(f["facts"]) == len(DRF_FACTS) else "MISS")
+
+        def spread(xs: list[float]) -> str:
+            return f"{median(xs):+.0%}" + (f" [{xs[0]:+.0%}..{xs[-1]:+.0%}]" if len(xs) > 1 else "")
+
+        print(
+            f"| {name} | {fs['files']} | {secs(n)} | {secs(f)} | {secs(sh)}"
+            f" | {spread(first)} / {spread(shared)} | {secs(warm['none'])} | {secs(warm['env'])}"
+            f" | {f['external_edges']} / {f['external_entities']}"
+            f" | {ns['edges']['overrides']} / {fs['edges']['overrides']}"
+            f" | {ns['unresolved']} / {fs['unresolved']} | {'yes' if same else 'NO'} | {facts} |"
+        )
+        cost = warm["env"]["secs"] - warm["none"]["secs"]
+        verdicts += [
+            (name, "cold extra <= 30%, nothing cached", spread(first), median(first) <= 0.3),
+            (
+                name,
+                "cold extra <= 30%, library cache shared",
+                spread(shared),
+                median(shared) <= 0.3,
+            ),
+            (
+                name,
+                "warm start costs nothing more",
+                f"{cost:+.2f} s ({warm['env']['secs']:.2f} vs {warm['none']['secs']:.2f})",
+                cost <= 0.1 * warm["none"]["secs"],
+            ),
+            (name, "internal graph identical", str(same), same),
+        ]
+    print("\n| corpus | target | measured | PASS/MISS |\n|---|---|---|---|")
+    for name, label, shown, ok in verdicts:
+        print(f"| {name} | {label} | {shown} | {'PASS' if ok else 'MISS'} |")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\n{os.cpu_count()} cores, load average after the run {load}")
+
+
 def profile(name: str, args) -> None:
     """cProfile of one cold build (main process only: parse workers are forked)."""
     from anchor_ls.index import Index
@@ -273,12 +413,19 @@ def main() -> None:
     p.add_argument("--workers", type=int, help="Index(workers=N); default: the Index default")
     p.add_argument("--repeat", type=int, default=3, help="ast.parse + cold build pairs (3)")
     p.add_argument("--profile", metavar="NAME", help="cProfile a cold build of one corpus")
+    p.add_argument(
+        "--libraries", action="store_true", help="the library-aware index: with and without"
+    )
     p.add_argument("--child", type=json.loads, help=argparse.SUPPRESS)  # a job, as JSON
     args = p.parse_args()
     if job := args.child:  # one measurement, as JSON on stdout
         return print(json.dumps(child_ast(job) if job["mode"] == "ast" else child_index(job)))
     if not args.skip_download:
         fetch()
+        if args.libraries:
+            fetch_libraries()
+    if args.libraries:
+        return measure_libraries(args)
     if args.profile:
         return profile(args.profile, args)
     rows: dict[str, dict] = {}

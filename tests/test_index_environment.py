@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.planted import marks_left, plant
 
 from anchor_ls.index import Index
 from anchor_ls.index.environment import Environment, EnvironmentProblem, environment_for
@@ -105,15 +106,18 @@ def test_without_jedi_the_own_environment_works_and_a_named_one_says_what_is_mis
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONSAFEPATH": "1"},
+        env={**os.environ, "PYTHONSAFEPATH": "1", "XDG_CACHE_HOME": str(tmp_path / "xdg")},
     )
     assert run.returncode == 0, run.stderr
     assert "needs jedi" in run.stdout and "anchor-ls[env]" in run.stdout
 
 
-def test_a_named_interpreter_gives_its_own_search_path(tmp_path: Path) -> None:
+def test_a_named_interpreter_gives_its_own_search_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The interpreter the user names is asked (through jedi) for its sys.path."""
     pytest.importorskip("jedi")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     env = environment_for(sys.executable, tmp_path)
     assert env.python == sys.executable
     site = next(p for p in sys.path if p.endswith("site-packages"))
@@ -124,3 +128,61 @@ def test_a_named_interpreter_gives_its_own_search_path(tmp_path: Path) -> None:
 def test_an_empty_environment_is_no_environment(tmp_path: Path) -> None:
     assert not Environment().active and Environment().identity() == ""
     assert not environment_for(Environment(), tmp_path).active
+
+
+def test_a_named_interpreter_is_asked_again_only_when_its_path_changed(tmp_path: Path) -> None:
+    """Its answer is kept in the user cache: a warm start runs nothing, and an install
+    into one of its folders (a new .pth, a new package) makes it ask again."""
+    pytest.importorskip("jedi")
+    extra, runs = tmp_path / "extra", tmp_path / "runs"
+    extra.mkdir()
+    python = tmp_path / "python"
+    python.write_text(
+        f'#!/bin/sh\necho run >> "{runs}"\nexec "{sys.executable}" "$@"\n', encoding="utf-8"
+    )
+    python.chmod(0o755)
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from anchor_ls.index.environment import environment_for\n"
+        "print(environment_for(Path(sys.argv[1]), Path(sys.argv[2])).paths)\n"
+    )
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "PYTHONPATH": str(extra),
+        "PYTHONSAFEPATH": "1",
+    }
+
+    def ask() -> str:
+        args = [sys.executable, "-c", code, str(python), str(tmp_path / "repo")]
+        done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = ask()
+    assert str(extra) in first
+    assert ask() == first
+    assert runs.read_text(encoding="utf-8").count("run") == 1
+    (extra / "newly_installed.py").write_text("", encoding="utf-8")
+    assert ask() == first
+    assert runs.read_text(encoding="utf-8").count("run") == 2
+
+
+def test_asking_a_named_interpreter_imports_nothing_of_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interpreter jedi starts to ask for sys.path runs in the repository's folder (the
+    working directory of an editor's server): modules planted there leave no mark."""
+    pytest.importorskip("jedi")
+    repo, marks = tmp_path / "repo", tmp_path / "marks"
+    write_repo(repo)
+    plant(repo, marks)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # asked, not remembered
+    python, ran = tmp_path / "python", tmp_path / "ran"
+    python.write_text(f'#!/bin/sh\ntouch "{ran}"\nexec "{sys.executable}" "$@"\n', "utf-8")
+    python.chmod(0o755)
+    env = environment_for(python, repo)
+    assert ran.exists()  # it was asked (this test's own interpreter: nothing remembered)
+    assert env.paths and not [p for p in env.paths if p.startswith(str(repo))]
+    assert marks_left(marks) == []

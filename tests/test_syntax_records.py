@@ -125,3 +125,22 @@ def test_records_keep_their_types_through_the_cache_pickle() -> None:
     assert any(isinstance(c.func, Name) for c in calls)
     assert all(isinstance(c.args, tuple) for c in calls)
     assert Call in {type(e) for r in after for e in _expressions(r)}
+
+
+def test_an_outline_keeps_definitions_and_drops_function_bodies() -> None:
+    """What a library file is read for: its classes, methods, bases, aliases and return
+    annotations, never what its functions do."""
+    source = (
+        b"from .base import Base\n\n\nclass View(Base):\n    name = 'v'\n\n"
+        b"    def get(self) -> Base:\n        def inner():\n            pass\n"
+        b"        helper(self)\n        return inner\n\n\nAlias = View\n"
+    )
+    full, outline = summarize("m.py", source), summarize("m.py", source, outline=True)
+    assert [s.qualname for s in full.scopes] == ["", "View", "View.get", "View.get.inner"]
+    assert [s.qualname for s in outline.scopes] == ["", "View", "View.get"]
+    get = outline.scopes[2]
+    assert get.returns == full.scopes[2].returns and get.params == full.scopes[2].params
+    assert (get.bindings, get.calls, get.return_values) == ([], [], [])
+    assert outline.scopes[1].bases == full.scopes[1].bases
+    assert outline.scopes[1].bindings == full.scopes[1].bindings
+    assert outline.scopes[0].bindings == full.scopes[0].bindings

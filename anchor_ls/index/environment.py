@@ -14,10 +14,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import json
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+import platformdirs
 
 __all__ = ["Environment", "EnvironmentProblem", "environment_for", "typeshed_stdlib"]
 
@@ -102,8 +106,10 @@ _asked: dict[tuple[str, int], tuple[str, ...]] = {}  # (interpreter, mtime) -> i
 
 
 def _named_search_path(python: Path) -> tuple[str, ...]:
-    """sys.path of the interpreter the user named, asked through jedi (which runs it once,
-    with no working folder on its path)."""
+    """sys.path of the interpreter the user named, asked through jedi (which runs it, with
+    no working folder on its path), or as it answered last time (kept in the user cache
+    while the interpreter and every folder of its path are unchanged: a package installed
+    since changes its folder)."""
     try:
         stamp = python.stat().st_mtime_ns
     except OSError as err:
@@ -111,6 +117,10 @@ def _named_search_path(python: Path) -> tuple[str, ...]:
     key = (str(python), stamp)
     if key in _asked:
         return _asked[key]
+    kept = _kept_answer(python, stamp)
+    if kept is not None:
+        _asked[key] = kept
+        return kept
     try:
         import jedi
     except ImportError:
@@ -127,7 +137,59 @@ def _named_search_path(python: Path) -> tuple[str, ...]:
     finally:
         _stop(locals().get("env"))
     _asked[key] = found
+    _keep_answer(python, stamp, found)
     return found
+
+
+def _answer_file(python: Path) -> Path:
+    digest = hashlib.blake2b(str(python).encode("utf-8", "surrogateescape"), digest_size=12)
+    return (
+        Path(platformdirs.user_cache_dir("anchor-ls"))
+        / "interpreters"
+        / f"{digest.hexdigest()}.json"
+    )
+
+
+def _folder_stamps(folders: tuple[str, ...]) -> dict[str, int]:
+    out = {}
+    for folder in folders:
+        try:
+            out[folder] = os.stat(folder).st_mtime_ns
+        except OSError:
+            out[folder] = -1
+    return out
+
+
+def _kept_answer(python: Path, stamp: int) -> tuple[str, ...] | None:
+    """The sys.path kept for python, if nothing it depends on changed (JSON: reading it runs
+    nothing, whoever wrote it)."""
+    try:
+        kept = json.loads(_answer_file(python).read_text(encoding="utf-8"))
+        if kept["python"] != str(python) or kept["stamp"] != stamp:
+            return None
+        found = tuple(kept["path"])
+        if not all(isinstance(p, str) for p in found):
+            return None
+        return found if kept["folders"] == _folder_stamps(found) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep_answer(python: Path, stamp: int, found: tuple[str, ...]) -> None:
+    """Kept atomically; a cache that cannot be written only costs the next run the question."""
+    target = _answer_file(python)
+    answer = {"python": str(python), "stamp": stamp, "path": list(found)}
+    answer["folders"] = _folder_stamps(found)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", dir=target.parent, delete=False, suffix=".tmp", encoding="utf-8"
+        ) as f:
+            json.dump(answer, f)
+        os.replace(f.name, target)
+    except OSError:
+        with contextlib.suppress(OSError, NameError):
+            os.unlink(f.name)
 
 
 def _stop(env: object) -> None:

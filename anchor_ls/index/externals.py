@@ -264,7 +264,7 @@ class Externals:
         except OSError:
             return None
         try:
-            summary = _definitions_only(summarize(path, data))
+            summary = _definitions_only(summarize(path, data, outline=True))
         except Exception:  # bytes the syntax layer refuses: no definitions from it
             return None
         if cache is not None:

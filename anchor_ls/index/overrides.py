@@ -9,10 +9,10 @@ edge (or, outside the repository, nobody's business here).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from anchor_ls.index.model import EXTERNAL, OVERRIDES, Edge, Graph, path_of
+from anchor_ls.index.model import EXTERNAL, INHERITS, OVERRIDES, Edge, Graph, path_of
 from anchor_ls.index.mro import Linearization, mro_of
 
 
@@ -25,8 +25,11 @@ class OutsideClasses(Protocol):
     def member(self, ident: str, name: str) -> str | None: ...
 
 
-def overrides_by_file(graph: Graph, outside: OutsideClasses | None) -> dict[str, frozenset[Edge]]:
-    """relpath -> the overrides edges of its methods (files without any left out)."""
+def overrides_by_file(
+    graph: Graph, outside: OutsideClasses | None, files: Iterable[str] | None = None
+) -> dict[str, frozenset[Edge]]:
+    """relpath -> the overrides edges of its methods (files without any left out), for
+    every file or for those given."""
     known: dict[str, Linearization[str]] = {}
 
     def bases_of(cls: str) -> Sequence[str]:
@@ -35,7 +38,7 @@ def overrides_by_file(graph: Graph, outside: OutsideClasses | None) -> dict[str,
         return graph.bases(cls)
 
     out: dict[str, frozenset[Edge]] = {}
-    for rel in graph.files():
+    for rel in graph.files() if files is None else sorted(files):
         found: set[Edge] = set()
         for ent in graph.file_entities(rel):
             if ent.kind != "method":
@@ -62,3 +65,16 @@ def _defined_in(graph: Graph, outside: OutsideClasses | None, cls: str, name: st
         return outside.member(cls, name) if outside is not None else None
     method = graph.entity(f"{cls}.{name}")
     return method.id if method is not None and method.kind == "method" else None
+
+
+def below(graph: Graph, files: Iterable[str]) -> set[str]:
+    """The files whose methods' overrides may change when files change: theirs, and those
+    of every class below one of theirs (a subclass, at any depth)."""
+    todo = [e.id for rel in files for e in graph.file_entities(rel) if e.kind == "class"]
+    seen = set(todo)
+    while todo:
+        for sub in graph.into(INHERITS, todo.pop()):
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    return set(files) | {path_of(cls) for cls in seen}

@@ -31,7 +31,7 @@ from anchor_ls.index.model import (
     path_of,
 )
 from anchor_ls.index.mro import mro_of
-from anchor_ls.index.overrides import overrides_by_file
+from anchor_ls.index.overrides import below, overrides_by_file
 from anchor_ls.index.persistence import (
     FACTS,
     GRAPH,
@@ -387,14 +387,18 @@ class Index(Invalidation):
     def _new_externals(self) -> Externals | None:
         return Externals(self.environment, self._use_cache) if self.environment.active else None
 
-    def _link_across(self) -> set[str]:
+    def _link_across(self, changed_files: set[str] | None = None) -> set[str]:
         """Put the overrides edges that changed (a method's depend on the classes of its
-        MRO, in other files and outside) and the external entities that edges lead to.
-        Returns the files whose edges changed."""
+        MRO, in other files and outside) and the external entities that edges lead to:
+        of every file, or of those that changed files can affect. Returns the files whose
+        edges changed."""
         graph = self._graph
-        now = overrides_by_file(graph, self.externals)
+        files = None
+        if changed_files is not None:
+            files = sorted(below(graph, changed_files) & set(graph.files()))
+        now = overrides_by_file(graph, self.externals, files)
         changed: set[str] = set()
-        for rel in graph.files():
+        for rel in graph.files() if files is None else files:
             edges = graph.file_edges(rel)
             old = frozenset(e for e in edges if e.kind == OVERRIDES)
             new = now.get(rel, frozenset())
@@ -496,7 +500,7 @@ class Index(Invalidation):
 
     def _published_after(self, changed: set[str]) -> set[str]:
         if changed:
-            changed |= self._link_across()
+            changed |= self._link_across(changed)
         self._publish()
         return changed
 

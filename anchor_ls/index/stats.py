@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from anchor_ls.index.model import CALLS, DENSE_KINDS, STRUCTURAL_KINDS, Graph
+from anchor_ls.index.model import CALLS, DENSE_KINDS, OVERRIDES, STRUCTURAL_KINDS, Graph
 
 HUB_DEGREE = 10
 
@@ -49,4 +49,5 @@ def graph_figures(graph: Graph) -> tuple[float, float]:
 
 
 def edge_counts(graph: Graph) -> dict[str, int]:
-    return {kind: graph.edge_count(kind) for kind in (*STRUCTURAL_KINDS, *DENSE_KINDS)}
+    kinds = (*STRUCTURAL_KINDS, OVERRIDES, *DENSE_KINDS)
+    return {kind: graph.edge_count(kind) for kind in kinds}

@@ -95,6 +95,7 @@ class ExpressionWalker:
         self.no_refs = False  # inside `isinstance(...)` arguments or an `except` clause
         self.name_exprs: dict[str, Expr] = {}
         self.depth = 0  # expressions (and targets, annotations) being walked, nested
+        self.outline = False  # definitions only: function bodies are not walked
         self.cut: int | None = None  # the first line where an expression was too deep
 
     def too_deep(self, node: Node) -> Expr:

@@ -286,6 +286,8 @@ class Walker(ExpressionWalker):
             scope.params = self.params(node.child_by_field_name("parameters"))
             scope.returns = self.annotation(node.child_by_field_name("return_type"))
         self.bind(name, Definition("f", idx), start.start_byte)
+        if kind == "function" and self.outline:
+            return
         self.enter(idx, node.child_by_field_name("body"))
 
     def new_scope(
