@@ -15,6 +15,7 @@ from anchor_ls.console import progress
 from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, EnvironmentProblem, Index
 from anchor_ls.index.cache import user_cache_folder
 from anchor_ls.index.files import python_files
+from anchor_ls.index.model import EXTERNAL, OVERRIDES
 from anchor_ls.tags.policy import PolicyError
 
 
@@ -81,12 +82,17 @@ def cmd_index(args: argparse.Namespace) -> int:
         policy = describe(policy_for(index.graph, "auto", args.max_items))
     except PolicyError as err:
         _refuse(str(err))
+    python = index.environment.python
+    reached = len(index.graph.file_entities(EXTERNAL))
     if args.json:
         data = stats.as_dict()
         data["policy"] = policy
+        data["python"] = python  # null: the environment anchor-ls runs in
+        data["external_entities"] = reached
         print(json.dumps(data, indent=2, sort_keys=True))
         return 0
-    edges = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in STRUCTURAL_KINDS)
+    kinds = (*STRUCTURAL_KINDS[:2], OVERRIDES, *STRUCTURAL_KINDS[2:])
+    edges = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in kinds)
     dense = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in DENSE_KINDS)
     print(f"root: {index.root}")
     print(f"files: {stats.files} ({stats.reparsed} parsed, {stats.from_cache} from cache)")
@@ -99,6 +105,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{stats.external} outside the repository, {stats.unresolved} unresolved: {share:.1%})"
     )
     print(f"hubs: {stats.hub_share:.1%} of functions and methods")
+    where = python or f"{sys.executable} (the Python anchor-ls runs in)"
+    print(f"libraries: {reached} definitions outside the repository reached, from {where}")
     print(f"tag policy: {policy}")
     if stats.problems:
         print("problems: " + ", ".join(f"{n} {k}" for k, n in stats.problems.items()))

@@ -11,6 +11,7 @@ the server's own environment.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+from support.library_env import copy_app, make_environment
 from support.lsp import lsp, start, write_files
 from support.planted import marks_left, plant_interpreter
 
@@ -145,3 +147,21 @@ async def test_the_python_setting_reaches_the_index_and_a_broken_one_is_told(
     assert stats["settings"]["python"] == ".venv/bin/python"
     assert stats["folders"][0]["python"] is None
     assert "not a usable interpreter" in stats["folders"][0]["environmentProblem"]
+
+
+def test_index_says_whose_libraries_it_read(tmp_path: Path) -> None:
+    """The fixture's repository reaches 15 definitions of its environment (counted by hand
+    in fixtures/libraries: View, View.dispatch, TemplateView,
+    TemplateResponseMixin.render_to_response, Model, Model.save, BaseManager, Encoder,
+    Encoder.encode, dumps, Path, Path.read_text, Session, Session.get, Response.json)."""
+    app = copy_app(tmp_path)
+    python = make_environment(tmp_path / "env")
+    assert ANCHOR_LS is not None
+    args = [ANCHOR_LS, "index", str(app), "--python", str(python)]
+    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, check=True).stdout)
+    assert data["python"] == str(python)
+    assert data["external_entities"] == 15
+    assert data["edges"]["overrides"] == 5
+    text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    assert "edges: 8 calls, 5 inherits, 5 overrides, 0 imports, 16 contains\n" in text
+    assert f"libraries: 15 definitions outside the repository reached, from {python}\n" in text
