@@ -138,3 +138,11 @@ async def test_outgoing_calls_reach_library_methods_at_their_files(ed: Editor) -
         ("ext:requests.sessions.Session.get", SESSIONS, (4, 8, 4, 11), (call_line,)),
         ("ext:requests.models.Response.json", RESPONSE, (1, 8, 1, 12), (call_line,)),
     }
+    # From the library's method, its callers in the repository.
+    get = next(c.to for c in calls or [] if c.to.name == "get")
+    incoming = await client.call_hierarchy_incoming_calls_async(
+        types.CallHierarchyIncomingCallsParams(item=get)
+    )
+    assert [(c.from_.detail, [r.start.line for r in c.from_ranges]) for c in incoming or []] == [
+        ("shop/clients.py:Client.fetch", [call_line])
+    ]
