@@ -313,6 +313,8 @@ def measure_libraries(args) -> None:
     corpora_ = {"drf": str(DATA / DRF), "django": str(DATA / "Django-5.1.4")}
     rows = []
     for name, root in corpora_.items():
+        if args.only and name != args.only:
+            continue
         print(f"[{name}] {args.repeat} x 3 cold builds, warm of each", file=sys.stderr)
         turns: list[tuple[dict, dict, dict]] = []
         with tempfile.TemporaryDirectory(prefix="anchor-libs-") as tmp:
@@ -370,7 +372,8 @@ def measure_libraries(args) -> None:
             f" | {ns['edges']['overrides']} / {fs['edges']['overrides']}"
             f" | {ns['unresolved']} / {fs['unresolved']} | {'yes' if same else 'NO'} | {facts} |"
         )
-        cost = warm["env"]["secs"] - warm["none"]["secs"]
+        # by CPU time: on a shared machine a second of wall time comes and goes
+        cost = warm["env"]["cpu"] - warm["none"]["cpu"]
         verdicts += [
             (name, "cold extra <= 30%, nothing cached", spread(first), median(first) <= 0.3),
             (
@@ -381,9 +384,9 @@ def measure_libraries(args) -> None:
             ),
             (
                 name,
-                "warm start costs nothing more",
-                f"{cost:+.2f} s ({warm['env']['secs']:.2f} vs {warm['none']['secs']:.2f})",
-                cost <= 0.1 * warm["none"]["secs"],
+                "warm start costs nothing more (cpu, within 10% or 0.05 s)",
+                f"{cost:+.2f} s cpu ({secs(warm['env'])} vs {secs(warm['none'])})",
+                cost <= max(0.05, 0.1 * warm["none"]["cpu"]),
             ),
             (name, "internal graph identical", str(same), same),
         ]
@@ -407,7 +410,7 @@ def profile(name: str, args) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--only", help="one corpus: stdlib, django, django-pkg, pytest")
+    p.add_argument("--only", help="one corpus: stdlib, django, django-pkg, pytest (drf, django)")
     p.add_argument("--skip-download", action="store_true", help="never run pip download")
     p.add_argument("--stdlib-tests", action="store_true", help="include the CPython test suite")
     p.add_argument("--workers", type=int, help="Index(workers=N); default: the Index default")
