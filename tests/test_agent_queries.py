@@ -57,6 +57,11 @@ def ids(items: list[dict]) -> list[str]:
     return [item["id"] for item in items]
 
 
+def own_ids(items: list[dict]) -> list[str]:
+    """ids of the repository's own (the environment's typing.Generic, ext:, left out)."""
+    return [i for i in ids(items) if not i.startswith("ext:")]
+
+
 # Bases whose names a header does not list in their order: a module-qualified base next
 # to a same-named one, a generic base whose subscript names a later base, and an alias.
 DECLARED_ORDER = {
@@ -81,7 +86,7 @@ ENTRY_MRO = ["main.py:Pair", "main.py:Key", "main.py:Value"]
 def test_hierarchy_follows_the_declared_order_of_the_bases(tmp_path: Path) -> None:
     q = queries(tmp_path, DECLARED_ORDER)
     assert ids(q.hierarchy("main.py:C")["mro"]) == C_MRO
-    assert ids(q.hierarchy("Entry")["mro"]) == ENTRY_MRO
+    assert own_ids(q.hierarchy("Entry")["mro"]) == ENTRY_MRO
     overridden = q.hierarchy("main.py:C.run")["overridden"]
     assert ids(overridden) == ["mod.py:A.run", "main.py:A.run"]
 
@@ -96,7 +101,7 @@ def test_a_warm_start_and_an_edit_keep_the_declared_order(tmp_path: Path) -> Non
     assert warm.build().from_cache
     q = Queries(warm)
     assert ids(q.hierarchy("main.py:C")["mro"]) == C_MRO
-    assert ids(q.hierarchy("Entry")["mro"]) == ENTRY_MRO
+    assert own_ids(q.hierarchy("Entry")["mro"]) == ENTRY_MRO
     swapped = DECLARED_ORDER["main.py"].replace("(mod.A, A)", "(A, mod.A)")
     warm.update_file("main.py", swapped)
     q.changed()

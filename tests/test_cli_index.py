@@ -52,12 +52,16 @@ def test_graph_json_is_byte_identical_across_hash_seeds_and_sorted(
     edges = [(e["kind"], e["src"], e["dst"]) for e in data["edges"]]
     assert edges == sorted(edges) and len(edges) == len(set(edges))
     assert {e["kind"] for e in data["edges"]} == {
-        *("calls", "inherits", "imports", "contains"),
+        *("calls", "inherits", "imports", "contains", "overrides"),
         *("references", "env_var", "const_ref", "config_usage", "test_ref"),
     }
     for entity in data["entities"]:
         assert {"id", "kind", "path", "line", "end_line"} <= set(entity)
-        assert set(entity) <= {"id", "kind", "path", "line", "end_line", "unresolved"}
+        fields = {"id", "kind", "path", "line", "end_line", "unresolved", "external"}
+        assert set(entity) <= fields
+        # outside the repository (the standard library's `sys.exit`): said, path absolute
+        external = entity["id"].startswith("ext:")
+        assert entity.get("external", False) == external == Path(entity["path"]).is_absolute()
         assert entity.get("unresolved", 1) > 0  # omitted when 0
     for edge in data["edges"]:
         assert ("via" in edge) == (edge["kind"] == "calls"), edge

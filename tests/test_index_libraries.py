@@ -101,6 +101,14 @@ def test_bases_overrides_and_calls_reach_one_step_into_the_libraries(tmp_path: P
         assert (external[ident]["path"], external[ident]["line"]) == (str(SITE / rel), line)
     assert os.path.isabs(external["ext:pathlib.Path.read_text"]["path"])
     assert index.graph.entity("ext:django.views.generic.base.View").external  # type: ignore[union-attr]
+    # how each call was found, as for the repository's own
+    assert {
+        d: e.get("via") for e in data["edges"] if (d := e["dst"]).startswith("ext:requests")
+    } == {
+        "ext:requests.sessions.Session": "constructor",
+        "ext:requests.sessions.Session.get": "attribute",
+        "ext:requests.models.Response.json": "flow",  # a return value's method
+    }
     assert "ext" not in index.graph.files()
 
 

@@ -124,6 +124,10 @@ class Externals:
         found = self.target(dotted)
         return None if found is None or found.startswith(_BUILTINS_PREFIX) else found
 
+    def is_class(self, ident: str) -> bool:
+        found = self._defs.get(ident)
+        return found is not None and self._scope(found).kind == "class"
+
     def entity(self, ident: str) -> Entity | None:
         """The entity of an ext id this index gave out (its file absolute)."""
         found = self._defs.get(ident)
@@ -442,8 +446,14 @@ class Externals:
         if tag == "c":
             called = self._evaluate(module, scope_idx, expr[1], depth + 1, method)
             return self._call(called, depth + 1) if called is not None else None
-        if tag == "an":
-            return self._evaluate(module, scope_idx, expr[1], depth + 1, method)
+        if tag == "an":  # `X: T` binds an instance of T; `X: type[T]` binds the class T
+            annotation = expr[1]
+            if annotation[0] == "g" and annotation[2] and _names_type(annotation[1]):
+                return self._evaluate(module, scope_idx, annotation[2][0], depth + 1, method)
+            found = self._evaluate(module, scope_idx, annotation, depth + 1, method)
+            if isinstance(found, Definition) and self._scope(found).kind == "class":
+                return Instance(found)
+            return None
         if tag == "or":
             for option in expr[1]:
                 found = self._evaluate(module, scope_idx, option, depth + 1, method)
@@ -496,6 +506,12 @@ class Externals:
             return found
         builtins = self.module("builtins")
         return self._module_attr(builtins, name, depth + 1) if builtins is not None else None
+
+
+def _names_type(expr: Expr) -> bool:
+    """`type` or `Type` (`typing.Type`), as an annotation names it."""
+    name = expr[1] if expr[0] == "n" else expr[2] if expr[0] == "a" else None
+    return name in ("type", "Type")
 
 
 def _steps(dotted: str) -> list[tuple[str, int]]:

@@ -20,6 +20,7 @@ from anchor_ls.index.model import (
 )
 from anchor_ls.index.state import FileFacts, Value, pack_sites
 from anchor_ls.index.testcode import is_test_name, is_test_path
+from anchor_ls.index.via import CONSTRUCTOR
 from anchor_ls.syntax.summary import Body, Expr, FileSummary
 
 # (path, scope idx) -> what that scope calls, with the call spans: for tests through helpers
@@ -35,6 +36,8 @@ class Outside(Protocol):
     def target(self, dotted: str) -> str | None: ...
 
     def call_target(self, dotted: str) -> str | None: ...
+
+    def is_class(self, ident: str) -> bool: ...
 
 
 def scope_ids(summary: FileSummary) -> list[str]:
@@ -147,10 +150,17 @@ def edges(
         add(Edge(kind, ids[idx], dst), spans)
     not_installed: dict[int, list[int]] = {}
     if outside is not None:
-        for (idx, name), spans in facts.outside.items():
-            dst = outside.call_target(name)
-            if dst is not None:
-                add(Edge(CALLS, ids[idx], dst), spans)
+        for idx, noted in facts.outside_sites.items():
+            for site in noted:
+                for name in site.names:
+                    dst = outside.call_target(name)
+                    if dst is None:
+                        continue
+                    edge = Edge(CALLS, ids[idx], dst)
+                    add(edge, (site.span,))
+                    how = CONSTRUCTOR if outside.is_class(dst) else site.via
+                    if how and (edge not in via or how < via[edge]):
+                        via[edge] = how
         for idx, bases in facts.outside_bases.items():
             for base in bases:
                 dst = outside.target(base[1]) if base[0] == "x" else None
@@ -189,9 +199,9 @@ def missing_packages(facts: FileFacts, outside: Outside) -> dict[int, list[int]]
     packages the environment does not have: unresolved, not outside."""
     out: dict[int, list[int]] = {}
     for idx, noted in facts.outside_sites.items():
-        for at, names in noted:
-            if not any(outside.installed(name) for name in names):
-                out.setdefault(idx, []).append(at)
+        for site in noted:
+            if not any(outside.installed(name) for name in site.names):
+                out.setdefault(idx, []).append(site.at)
     return out
 
 

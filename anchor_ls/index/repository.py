@@ -31,7 +31,7 @@ from anchor_ls.index.model import (
     path_of,
 )
 from anchor_ls.index.mro import mro_of
-from anchor_ls.index.overrides import below, overrides_by_file
+from anchor_ls.index.overrides import MethodNames, below, overrides_by_file
 from anchor_ls.index.persistence import (
     FACTS,
     GRAPH,
@@ -107,6 +107,7 @@ class Index(Invalidation):
         self._cache: Cache | None = None
         # What the names the binder leaves outside are in the environment (None: none)
         self.externals = self._new_externals()
+        self._method_names: MethodNames | None = None  # of the graph, for overrides
         self.binder = Binder()
         self._sources = Sources()
         self._reparser = Reparser()  # the trees of files under edit
@@ -381,6 +382,7 @@ class Index(Invalidation):
             order = factlib.base_order(summary, self._facts[rel], self._ids, self.externals)
             graph.replace_file_bases(rel, order)
         self._graph = graph
+        self._method_names = MethodNames()
         self._link_across()
 
     # ----- what depends on more than one file's facts ---------------------------------
@@ -396,7 +398,13 @@ class Index(Invalidation):
         files = None
         if changed_files is not None:
             files = sorted(below(graph, changed_files) & set(graph.files()))
-        now = overrides_by_file(graph, self.externals, files)
+        names = self._method_names
+        if names is None:  # after a warm start: counted once
+            names = self._method_names = MethodNames()
+            names.refresh(graph, graph.files())
+        else:
+            names.refresh(graph, graph.files() if changed_files is None else changed_files)
+        now = overrides_by_file(graph, self.externals, names, files)
         changed: set[str] = set()
         for rel in graph.files() if files is None else files:
             edges = graph.file_edges(rel)
@@ -616,6 +624,7 @@ class Index(Invalidation):
         if graph is None:
             return False
         graph.replace_file_entities(EXTERNAL, [Entity(*e) for e in state.get("external", ())])
+        self._method_names = None  # counted for this graph when an edit first asks
         self._graph = graph
         self._publish(rebuilt=True)
         # Only problems of the files read now: not old listing or cache problems.
@@ -685,7 +694,7 @@ class Index(Invalidation):
         mean, hubs = graph_figures(graph)
         stats = IndexStats(
             files=len(self._lazy[0]) if self._lazy else len(self.binder.summaries),
-            entities=len(graph.entities),
+            entities=len(graph.entities) - len(graph.file_entities(EXTERNAL)),  # the repository's
             edges=edge_counts(graph),
             mean_out_degree=round(mean, 3),
             hub_share=round(hubs, 4),

@@ -5,12 +5,22 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from anchor_ls.syntax.summary import Span
 
 Value = tuple
 Values = frozenset
 EMPTY: frozenset = frozenset()
+
+
+class OutsideSite(NamedTuple):
+    """A call site the binder counted outside the repository (see FileFacts.outside_sites)."""
+
+    at: int  # its place in its scope's calls
+    names: tuple[str, ...]  # the outside names it calls (`requests.Session().get`)
+    via: int  # how the binder followed its callee (anchor_ls.index.via)
+    span: Span
 
 
 @dataclass(slots=True)
@@ -49,12 +59,11 @@ class FileFacts:
         default_factory=lambda: defaultdict(list)
     )
     # What the binder leaves outside the repository, for anchor_ls.index.externals to find
-    # in the environment: (scope idx, outside name) -> the spans of the sites calling it
-    # (sites counted outside only); scope idx -> (place in its calls, the names) of those
-    # sites (unresolved when none is installed); class scope idx -> all its bases in
-    # declared order, for the classes with a base outside.
-    outside: dict[tuple[int, str], Sequence[Span]] = field(default_factory=dict)
-    outside_sites: dict[int, Sequence[tuple[int, tuple[str, ...]]]] = field(default_factory=dict)
+    # in the environment: scope idx -> its sites counted outside, each (place in its calls,
+    # the outside names it calls, its via code, span) (unresolved when none of the names
+    # is installed); class scope idx -> all its bases in declared order, for the classes
+    # with a base outside.
+    outside_sites: dict[int, Sequence[OutsideSite]] = field(default_factory=dict)
     outside_bases: dict[int, Sequence[Value]] = field(default_factory=dict)
 
     def freeze(self) -> None:
@@ -64,7 +73,7 @@ class FileFacts:
         for key, code in via.items():
             sites[key] = (*sites[key], code)
         via.clear()
-        tables = (self.calls, self.sites, self.refs, self.dense, self.counts, self.outside)
+        tables = (self.calls, self.sites, self.refs, self.dense, self.counts)
         for table in (*tables, self.outside_sites):
             for key, value in table.items():
                 if type(value) is not tuple:
@@ -100,7 +109,7 @@ class FileFacts:
         """Drop everything found for those scopes (to be resolved again, or gone)."""
         for key in [k for k in self.calls if k[0] in scopes]:
             del self.calls[key]
-        for table in (self.sites, self.via, self.refs, self.dense, self.outside):
+        for table in (self.sites, self.via, self.refs, self.dense):
             for key in [k for k in table if k[0] in scopes]:
                 del table[key]
         for idx in scopes:
@@ -115,16 +124,18 @@ class FileFacts:
         self.forget_scopes(scopes)
         for table in (
             *("calls", "sites", "via", "bases", "refs", "dense", "counts"),
-            *("outside", "outside_sites", "outside_bases"),
+            *("outside_sites", "outside_bases"),
         ):
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
 
     def move_lines(self, moved: Callable[[Span], Span]) -> None:
         """The file's text moved (an edit added or removed lines): every span follows."""
-        for table in (self.sites, self.refs, self.dense, self.outside):
+        for table in (self.sites, self.refs, self.dense):
             for key, spans in table.items():
                 table[key] = tuple(moved(s) if type(s) is tuple else s for s in spans)
+        for idx, noted in self.outside_sites.items():
+            self.outside_sites[idx] = tuple(s._replace(span=moved(s.span)) for s in noted)
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """File path's scopes moved (old index -> new): rename the values that name them."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from anchor_ls.index.bind.values import in_order
-from anchor_ls.index.state import FileFacts, Value, Values
+from anchor_ls.index.state import FileFacts, OutsideSite, Value, Values
 from anchor_ls.syntax.summary import Span
 
 # What an outside call gives that says nothing of the value: `getattr(obj, name)()`
@@ -19,17 +19,19 @@ from anchor_ls.syntax.summary import Span
 UNKNOWN_OUTSIDE = ("builtins.getattr()",)
 
 
-def note_call(facts: FileFacts, idx: int, at: int, span: Span, callees: Values) -> None:
-    """A site at this place of scope idx's calls, counted outside: the outside names it
-    calls."""
-    names = tuple(
+def outside_names(callees: Values) -> tuple[str, ...]:
+    """The outside names a call site calls (none that say nothing of the value)."""
+    return tuple(
         v[1] for v in in_order(callees) if v[0] == "x" and not v[1].startswith(UNKNOWN_OUTSIDE)
     )
-    if not names:
-        return
-    for name in names:
-        facts.outside.setdefault((idx, name), []).append(span)
-    facts.outside_sites.setdefault(idx, []).append((at, names))
+
+
+def note_call(
+    facts: FileFacts, idx: int, at: int, names: tuple[str, ...], via: int, span: Span
+) -> None:
+    """A site at this place of scope idx's calls, counted outside, calling names (found as
+    via says)."""
+    facts.outside_sites.setdefault(idx, []).append(OutsideSite(at, names, via, span))
 
 
 def note_bases(facts: FileFacts, idx: int, bases: Sequence[Value]) -> None:

@@ -267,7 +267,10 @@ def _resolve_site(
             v[0] == "x" and not v[1].startswith(_UNKNOWN_OUTSIDE) for v in callees
         ) or _known_outside(db, path, idx, func, receiver):
             counts[1] += 1
-            external.note_call(facts, idx, at, site.span, callees)
+            names = external.outside_names(callees)
+            if names:
+                how = _via(db, path, idx, site.func, ctx)
+                external.note_call(facts, idx, at, names, how, site.span)
         else:
             _miss(at, counts)
         return
