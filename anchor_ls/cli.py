@@ -12,9 +12,10 @@ from typing import Any, NoReturn
 from anchor_ls import __version__
 from anchor_ls.agent.queries import Queries, QueryError
 from anchor_ls.console import progress
-from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, Index
+from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, EnvironmentProblem, Index
 from anchor_ls.index.cache import user_cache_folder
 from anchor_ls.index.files import python_files
+from anchor_ls.index.model import EXTERNAL, OVERRIDES
 from anchor_ls.tags.policy import PolicyError
 
 
@@ -47,13 +48,17 @@ def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) ->
         print(
             f"anchor-ls: warning: {path}: no Python files here; nothing to index", file=sys.stderr
         )
-    index = Index(
-        root,
-        cache_dir=cache or args.cache,
-        exclude=exclude,
-        use_cache=use_cache,
-        source_roots=args.source_root or (),
-    )
+    try:
+        index = Index(
+            root,
+            cache_dir=cache or args.cache,
+            exclude=exclude,
+            use_cache=use_cache,
+            source_roots=args.source_root or (),
+            python=args.python,
+        )
+    except EnvironmentProblem as err:  # --python names no usable interpreter
+        _refuse(str(err))
     with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
         index.build(progress=step)
     return index
@@ -77,12 +82,17 @@ def cmd_index(args: argparse.Namespace) -> int:
         policy = describe(policy_for(index.graph, "auto", args.max_items))
     except PolicyError as err:
         _refuse(str(err))
+    python = index.environment.python
+    reached = len(index.graph.file_entities(EXTERNAL))
     if args.json:
         data = stats.as_dict()
         data["policy"] = policy
+        data["python"] = python  # null: the environment anchor-ls runs in
+        data["external_entities"] = reached
         print(json.dumps(data, indent=2, sort_keys=True))
         return 0
-    edges = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in STRUCTURAL_KINDS)
+    kinds = (*STRUCTURAL_KINDS[:2], OVERRIDES, *STRUCTURAL_KINDS[2:])
+    edges = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in kinds)
     dense = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in DENSE_KINDS)
     print(f"root: {index.root}")
     print(f"files: {stats.files} ({stats.reparsed} parsed, {stats.from_cache} from cache)")
@@ -95,6 +105,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{stats.external} outside the repository, {stats.unresolved} unresolved: {share:.1%})"
     )
     print(f"hubs: {stats.hub_share:.1%} of functions and methods")
+    where = python or f"{sys.executable} (the Python anchor-ls runs in)"
+    print(f"libraries: {reached} definitions outside the repository reached, from {where}")
     print(f"tag policy: {policy}")
     if stats.problems:
         print("problems: " + ", ".join(f"{n} {k}" for k, n in stats.problems.items()))
@@ -164,13 +176,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from anchor_ls.agent.mcp_server import serve
 
     root = _folder(args.path)
-    return serve(
-        root,
-        cache_dir=args.cache,
-        exclude=tuple(args.exclude or ()),
-        max_items=args.max_items,
-        source_roots=tuple(args.source_root or ()),
-    )
+    try:
+        return serve(
+            root,
+            cache_dir=args.cache,
+            exclude=tuple(args.exclude or ()),
+            max_items=args.max_items,
+            source_roots=tuple(args.source_root or ()),
+            python=args.python,
+        )
+    except EnvironmentProblem as err:
+        _refuse(str(err))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -211,6 +227,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 POLICY_HELP = "tag policy: auto (by the mean call out-degree), topo, inv or dense (default auto)"
 PATH_HELP = "the repository folder (default: the current folder)"
+PYTHON_HELP = (
+    "the Python interpreter of the environment the repository runs on: its installed "
+    "packages and the standard library give the bases, overrides and calls that leave the "
+    "repository (default: the Python anchor-ls runs in; an interpreter inside the "
+    "repository, such as its .venv, is used only when named here)"
+)
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -245,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="a folder absolute imports start from, relative to PATH (repeatable); "
             "nested projects, src/ layouts and conftest folders are found without it",
         )
+        p.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
         return p
 
     def max_items(p: argparse.ArgumentParser, what: str) -> None:

@@ -104,7 +104,14 @@ def test_the_tighter_cap_is_half_but_at_least_three_and_never_looser() -> None:
 
 
 def test_named_policies_ignore_the_degree() -> None:
-    assert resolve_policy("inv", 0.5, 5).fields == ("CALLED_BY", "DERIVED", "IMPORTED_BY", "PARENT")
+    assert resolve_policy("inv", 0.5, 5).fields == (
+        "CALLED_BY",
+        "BASE",  # external bases only under inv
+        "DERIVED",
+        "OVERRIDES",  # external targets only under inv
+        "IMPORTED_BY",
+        "PARENT",
+    )
     assert resolve_policy(" TOPO ", 50, 5).name == "topo"
     dense = resolve_policy("dense", 3, 5)
     assert dense.fields[: len(TOPO_FIELDS)] == TOPO_FIELDS

@@ -121,6 +121,9 @@ def _encoded(line: str, codec: str) -> bytes:
 
 
 PATHS = st.one_of(st.just("pkg/m.py"), IDS.map(lambda i: f"{i}.py"))
+# Links outside the repository (`ext:<module>.<qualified name>`), and the fields that list them.
+EXTERNAL_IDS = st.lists(IDS, min_size=1, max_size=4).map(lambda parts: "ext:" + ".".join(parts))
+FIELDS = ["CALLS", "CALLED_BY", "BASE", "OVERRIDES", "OVERRIDDEN_BY", "CALLS_EXTERNAL"]
 
 
 def _qualnames(data: bytes) -> dict[int, str]:
@@ -162,12 +165,17 @@ def _lines(draw: st.DrawFn, kind: str, path: str, qualname: str, legacy: bool = 
     """A block for `qualname` in `path`, with links to other files and to its own file."""
     name = qualname.rpartition(".")[2]
     ident = f"{path}:{qualname}" if qualname else path
-    links = st.one_of(IDS, IDS.map(lambda i: f"{path}:A.{i}"), IDS.map(lambda i: f"{path}:{i}"))
+    links = st.one_of(
+        IDS,
+        IDS.map(lambda i: f"{path}:A.{i}"),
+        IDS.map(lambda i: f"{path}:{i}"),
+        EXTERNAL_IDS,
+    )
     fields = [
         TagField(
             field, tuple(draw(st.lists(links, min_size=1, max_size=3))), draw(st.integers(0, 3))
         )
-        for field in draw(st.lists(st.sampled_from(["CALLS", "CALLED_BY", "BASE"]), unique=True))
+        for field in draw(st.lists(st.sampled_from(FIELDS), unique=True))
     ]
     ent = Entity(ident, kind, path, name or path, 1, 1, 1, (0, 0, 0, 0))
     if legacy:  # as trees materialized with the first format hold them

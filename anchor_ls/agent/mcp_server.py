@@ -172,9 +172,13 @@ def serve(
     exclude: tuple[str, ...],
     max_items: int,
     source_roots: tuple[str, ...] = (),
+    python: str | None = None,
 ) -> int:
-    """Serve one repository over stdio until the client closes the connection."""
-    index = Index(root, cache_dir=cache_dir, exclude=exclude, source_roots=source_roots)
+    """Serve one repository over stdio until the client closes the connection; python: the
+    interpreter of the repository's environment (None: anchor-ls's own)."""
+    index = Index(
+        root, cache_dir=cache_dir, exclude=exclude, source_roots=source_roots, python=python
+    )
     service = Service(index, max_items)
     service.start()
     try:

@@ -34,7 +34,7 @@ from anchor_ls.index import (
     Entity,
     Index,
 )
-from anchor_ls.index.model import ENTITY_KINDS, Graph, path_of
+from anchor_ls.index.model import ENTITY_KINDS, OVERRIDES, Graph, path_of
 from anchor_ls.index.stats import graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.tags.apply import file_blocks
@@ -47,6 +47,7 @@ from anchor_ls.tags.policy import (
     block_fields,
     fields_for,
     implied_parent,
+    is_external,
     resolve_policy,
     tags_file,
 )
@@ -297,7 +298,12 @@ class Queries:
         return header if len(header) <= SIGNATURE_CHARS else header[: SIGNATURE_CHARS - 1] + "…"
 
     def _brief(self, ent: Entity) -> dict[str, Any]:
-        return {"id": ent.id, "kind": ent.kind, "path": ent.path, "line": ent.line}
+        """id, kind, path and line; a library's definition has its absolute path and
+        `"external": true`."""
+        brief = {"id": ent.id, "kind": ent.kind, "path": ent.path, "line": ent.line}
+        if is_external(ent.id):
+            brief["external"] = True
+        return brief
 
     def _sites(self, kind: str, src: str, dst: str) -> dict[str, Any]:
         spans = self.graph.sites(src, dst, kind)
@@ -523,6 +529,17 @@ class Queries:
             frontier = reached
         return sorted((d, s) for s, d in distance.items() if s != cls)
 
+    def _bases(self, cls: str) -> list[str]:
+        """The MRO of cls after itself, then the bases outside the repository that it and
+        those classes name (libraries' classes: the first step out, no MRO of their own)."""
+        chain = self.index.mro(cls)[1:]
+        found = dict.fromkeys(chain)
+        for klass in [cls, *chain]:
+            for base in self.graph.out(INHERITS, klass):
+                if is_external(base):
+                    found.setdefault(base)
+        return list(found)
+
     def _overrides(self, method: Entity) -> list[str]:
         cls = self._class_of(method)
         if cls is None:
@@ -541,9 +558,7 @@ class Queries:
         with self._pinned(graph):
             ent = self.resolve(symbol)
             if ent.kind == "class":
-                bases = [
-                    self._brief(e) for i in self.index.mro(ent.id)[1:] if (e := graph.entity(i))
-                ]
+                bases = [self._brief(e) for i in self._bases(ent.id) if (e := graph.entity(i))]
                 subs = []
                 for level, ident in self._subclasses(ent.id):
                     sub = graph.entity(ident)
@@ -557,7 +572,8 @@ class Queries:
                     "subclasses": shown,
                     "subclasses_total": len(subs),
                     "omitted": more,
-                    "note": "bases outside the repository are not in the index",
+                    "note": "bases outside the repository (external) come after the "
+                    "repository's, the first step out only",
                 }
             if ent.kind != "method" or self._class_of(ent) is None:
                 raise QueryError(
@@ -567,8 +583,9 @@ class Queries:
             cls = self._class_of(ent)
             assert cls is not None
             overridden = []
-            for klass in self.index.mro(cls.id)[1:]:
-                found = graph.entity(f"{klass}.{ent.name}")
+            named = [f"{klass}.{ent.name}" for klass in self._bases(cls.id)]
+            for ident in dict.fromkeys([*named, *graph.out(OVERRIDES, ent.id)]):
+                found = graph.entity(ident)
                 if found is not None:
                     overridden.append(self._brief(found))
             overrides = [self._brief(e) for i in self._overrides(ent) if (e := graph.entity(i))]

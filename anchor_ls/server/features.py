@@ -55,6 +55,10 @@ def _prepare(ls: AnchorServer, uri: str, position: types.Position, types_only: b
 def _item(ls: AnchorServer, item: Any) -> tuple[Folder, Any] | None:
     """Reader thread: the folder and entity of a hierarchy item sent back by the client."""
     where = ls.locate(item.uri)
+    data = item.data if isinstance(item.data, dict) else {}
+    if where is None and isinstance(data.get("folder"), str):  # a library's definition
+        outside = ls.folder_of_uri(data["folder"])
+        where = (outside, "") if outside is not None else None
     if where is None:
         return None
     folder, relpath = where

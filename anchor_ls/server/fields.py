@@ -13,6 +13,7 @@ from anchor_ls.tags.policy import (
     TOPO_FIELDS,
     ResolvedPolicy,
     fields_for,
+    is_external,
     other_side,
 )
 
@@ -31,6 +32,9 @@ LOOKS: dict[str, FieldLook] = {
     "CALLS": FieldLook("→", "callee", "callees"),
     "BASE": FieldLook("▲", "base", "bases"),
     "DERIVED": FieldLook("▼", "subclass", "subclasses"),
+    "OVERRIDES": FieldLook("overrides", "overridden definition", "overridden definitions"),
+    "OVERRIDDEN_BY": FieldLook("overridden by", "override", "overrides"),
+    "CALLS_EXTERNAL": FieldLook("→ lib", "library call", "library calls"),
     "IMPORTS": FieldLook("imports", "import", "imports"),
     "IMPORTED_BY": FieldLook("imported by", "importer", "importers"),
     "CHILDREN": FieldLook("contains", "member", "members"),
@@ -94,7 +98,16 @@ def sites(graph: Graph, kind: str, src: str, dst: str) -> list[Span]:
     return graph.sites(src, dst, kind)
 
 
-def short_name(entry: str) -> str:
-    """What a hint shows for an id: the qualified name, or the relpath of a module."""
+def short_name(entry: str, graph: Graph | None = None) -> str:
+    """What a hint or lens shows for an id: the qualified name, or the relpath of a module.
+    A definition outside the repository (`ext:django.views.generic.base.View.dispatch`)
+    shows as its class and name (`View.dispatch`), with the graph to tell a method."""
     path, sep, qualname = entry.partition(":")
-    return qualname if sep and qualname else path
+    if not (sep and qualname):
+        return path
+    if not is_external(entry):
+        return qualname
+    target = graph.entity(entry) if graph is not None else None
+    parts = qualname.split(".")
+    keep = 2 if target is not None and target.kind == "method" else 1
+    return ".".join(parts[-keep:])

@@ -10,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
+import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pygls.uris import from_fs_path
 
-from anchor_ls.index import Graph, Index, IndexStats
+from anchor_ls.index import EnvironmentProblem, Graph, Index, IndexStats
 from anchor_ls.index.stats import graph_figures
 from anchor_ls.server.hintstore import HintStore
 from anchor_ls.server.settings import Settings
@@ -54,6 +57,15 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _read(path: str) -> bytes:
+    """A library file's bytes (b"" when it went away: positions stay as the index has them)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -72,6 +84,15 @@ def _cache_dir(settings: Settings, root: Path, shared: bool) -> Path | None:
     return base
 
 
+def _python(settings: Settings, root: Path) -> str | None:
+    """The interpreter of the environment the `python` setting names (`~` expanded, a
+    relative path taken from the folder's root: the server does not run there), else None."""
+    if settings.python is None:
+        return None
+    path = Path(settings.python).expanduser()
+    return str(path if path.is_absolute() else root / path)
+
+
 class Folder:
     """A workspace folder and the index of the Python files under it."""
 
@@ -83,6 +104,8 @@ class Folder:
         self.index: Index | None = None
         self.state = PENDING
         self.error: str | None = None
+        # why the `python` setting was not used in the last build, if it was not
+        self.environment_problem: str | None = None
         self.stats: IndexStats | None = None
         self.policy: Any = None
         self.hints = HintStore()
@@ -131,7 +154,10 @@ class Folder:
 
     def view(self, relpath: str) -> SourceView | None:
         """Derived facts of the source last indexed for relpath (cached until its content
-        hash changes: the index keeps sources compressed, reading one makes new bytes)."""
+        hash changes: the index keeps sources compressed, reading one makes new bytes).
+        An absolute path is a library's file (an external entity's): read from the disk."""
+        if relpath.startswith("/"):
+            return self._library_view(relpath)
         index = self.index
         digest = index.content_hash(relpath) if index is not None else None
         if index is None or digest is None:
@@ -146,6 +172,23 @@ class Folder:
             lambda: index.source(relpath) or b"",
         )
         self._views[relpath] = (digest, view)
+        return view
+
+    def _library_view(self, path: str) -> SourceView | None:
+        """A library file as a view (its URI, its lines for positions), kept while its size
+        and modification time stay; None when it cannot be read."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
+        cached = self._views.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        uri = from_fs_path(path) or ""
+        view = SourceView("", "", False, partial(_read, path))
+        view.uri, view.uri_json = uri, json.dumps(uri)  # as pygls quotes it
+        self._views[path] = (stamp, view)
         return view
 
     # ----- mutations (indexer thread only) ------------------------------
@@ -163,13 +206,9 @@ class Folder:
     def _build(self, settings: Settings, shared_cache: bool, progress: Callable) -> None:
         if self.policy is None:  # until the graph's figures are known
             self.policy = resolve_policy(settings.policy, 0.0, settings.max_items)
+        self.environment_problem = None
         try:
-            index = Index(
-                self.root,
-                cache_dir=_cache_dir(settings, self.root, shared_cache),
-                exclude=settings.exclude,
-                source_roots=settings.source_roots,
-            )
+            index = self._new_index(settings, shared_cache)
             if self.index is None:
                 # First build: serve what is known while the graph fills in.
                 self.index = index
@@ -185,6 +224,23 @@ class Folder:
         self._views.clear()
         self.state = READY
         self.choose_policy(settings)
+
+    def _new_index(self, settings: Settings, shared_cache: bool) -> Index:
+        """The Index the settings describe. A `python` setting that names no usable
+        interpreter is told (environment_problem) and the index reads the server's own
+        environment instead: hints without libraries beat no hints."""
+        options: dict[str, Any] = {
+            "cache_dir": _cache_dir(settings, self.root, shared_cache),
+            "exclude": settings.exclude,
+            "source_roots": settings.source_roots,
+        }
+        try:
+            return Index(self.root, python=_python(settings, self.root), **options)
+        except EnvironmentProblem as err:
+            self.environment_problem = (
+                f"{err}; libraries are read from the server's own environment"
+            )
+            return Index(self.root, **options)
 
     def choose_policy(self, settings: Settings) -> None:
         graph = self.graph

@@ -17,6 +17,7 @@ from anchor_ls.index.model import REFERENCES
 from anchor_ls.server.fields import sites
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.locations import Locator
+from anchor_ls.tags.policy import is_external
 
 # Relations the call hierarchy follows, in the order its lists group them.
 CALL_RELATIONS = (CALLS, REFERENCES)
@@ -78,7 +79,11 @@ def _item_fields(entity: Entity, where: Locator) -> dict[str, Any]:
         "range": where.full_range(entity),
         "selection_range": where.range(entity.path, entity.name_span),
         "detail": entity.id,
-        "data": {"id": entity.id},
+        # A library's definition lies in no workspace folder: its item names the folder
+        # whose graph reached it, for the next request (its subtypes, its callers).
+        "data": {"id": entity.id, "folder": where.folder.root_uri}
+        if is_external(entity.id)
+        else {"id": entity.id},
     }
 
 
@@ -91,9 +96,9 @@ def call_item(
     fields = _item_fields(entity, where)
     if via != CALLS:
         fields["detail"] = f"{entity.id} (reference)"
-        fields["data"] = {"id": entity.id, "via": via}
+        fields["data"] = {**fields["data"], "via": via}
     elif call_via:
-        fields["data"] = {"id": entity.id, "call_via": call_via}
+        fields["data"] = {**fields["data"], "call_via": call_via}
     return types.CallHierarchyItem(**fields)
 
 

@@ -184,14 +184,15 @@ def _label(
 
 def _name_part(folder: Folder, graph: Graph, entry: str, encoding: str | None) -> str:
     target = graph.entity(entry)
-    if target is None:  # an external name or a dense target such as env:HOME
+    if target is None:  # a dense target such as env:HOME
         return json.dumps({"value": entry})
+    name = short_name(entry, graph)
     if encoding is None:  # the client asks for the link when it needs it
-        return json.dumps({"value": short_name(entry)})
-    view = folder.view(target.path)
+        return json.dumps({"value": name})
+    view = folder.view(target.path)  # a library's file for a definition outside
     if view is None:
-        return json.dumps({"value": short_name(entry)})
-    return view.name_json(target, short_name(entry), encoding)
+        return json.dumps({"value": name})
+    return view.name_json(target, name, encoding)
 
 
 def file_hints(folder: Folder, relpath: str, form: HintForm) -> FileHints:

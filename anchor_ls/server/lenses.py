@@ -12,7 +12,14 @@ from lsprotocol import types
 
 from anchor_ls.index import Entity, Graph
 from anchor_ls.index.model import path_of
-from anchor_ls.server.fields import SITE_KINDS, look, other_side_count, related, sites
+from anchor_ls.server.fields import (
+    SITE_KINDS,
+    look,
+    other_side_count,
+    related,
+    short_name,
+    sites,
+)
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hints import DEF_KINDS
 from anchor_ls.server.locations import Locator
@@ -21,6 +28,7 @@ from anchor_ls.tags.policy import FIELD_SPECS
 
 SHOW_LOCATIONS = "anchor.showLocations"
 POSSIBLE_FIELD = "CALLED_BY"  # its lens adds the unresolved sites that may call
+NAMED_FIELD = "OVERRIDES"  # its lens names what it lists (one definition, as a rule)
 
 
 def title(field: str, count: int, other: int = 0, other_noun: str = "tests") -> str:
@@ -129,7 +137,10 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
         found.append(types.Location(where.uri(path), where.range(path, span)))
     locations = [_plain(loc) for loc in found]
     position = where.name_location(entity).range.start
-    named = title(field, len(ids), other, other_noun)
+    if field == NAMED_FIELD:  # `overrides View.dispatch`: the name says more than a count
+        named = f"{look(field).symbol} {', '.join(short_name(i, graph) for i in ids)}"
+    else:
+        named = title(field, len(ids), other, other_noun)
     lens.command = types.Command(
         title=f"{named} (+{len(possible)} possible)" if possible else named,
         command=SHOW_LOCATIONS,

@@ -381,6 +381,8 @@ class AnchorServer(LanguageServer):
                 p.report(done, total, indexing_message(done, total, relpath))
 
             await self.mutate(folder.build, self.settings, shared, on_progress)
+            if folder.environment_problem is not None:
+                self.tell_user(f"anchor-ls: {folder.environment_problem}")
             if folder.state == READY and folder.stats is not None:
                 s = folder.stats
                 summary = (

@@ -23,14 +23,22 @@ class Settings:
     inlay_hints: bool = True
     code_lens: bool = True
     hint_fields: tuple[str, ...] = ("CALLED_BY", "BASE", "DERIVED")
-    lens_fields: tuple[str, ...] = ("CALLED_BY", "REFERENCED_BY", "CALLS", "DERIVED")
+    lens_fields: tuple[str, ...] = (
+        "CALLED_BY",
+        "REFERENCED_BY",
+        "CALLS",
+        "DERIVED",
+        "OVERRIDES",
+        "OVERRIDDEN_BY",
+    )
     exclude: tuple[str, ...] = ()
     cache_dir: str | None = None
     source_roots: tuple[str, ...] = ()
+    python: str | None = None
 
-    def index_key(self) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    def index_key(self) -> tuple[tuple[str, ...], str | None, tuple[str, ...], str | None]:
         """The settings an Index is built with: a change here means a rebuild."""
-        return self.exclude, self.cache_dir, self.source_roots
+        return self.exclude, self.cache_dir, self.source_roots, self.python
 
     def as_json(self) -> dict[str, Any]:
         return {_CAMEL[f.name]: _jsonable(getattr(self, f.name)) for f in fields(self)}
@@ -46,6 +54,7 @@ _CAMEL = {
     "exclude": "exclude",
     "cache_dir": "cacheDir",
     "source_roots": "sourceRoots",
+    "python": "python",
 }
 
 
@@ -100,6 +109,14 @@ def _cache_dir(value: Any) -> str | None:
     return value
 
 
+def _python(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError("expected the path of a Python interpreter or null")
+    return value
+
+
 _PARSERS = {
     "policy": ("policy", _policy),
     "maxItems": ("max_items", _max_items),
@@ -110,7 +127,10 @@ _PARSERS = {
     "exclude": ("exclude", _globs),
     "cacheDir": ("cache_dir", _cache_dir),
     "sourceRoots": ("source_roots", _folders),
+    "python": ("python", _python),
 }
+# Settings whose null means "back to the default" rather than "not given".
+_NULLABLE = frozenset({"cacheDir", "python"})
 
 
 def section_of(raw: Any) -> Mapping[str, Any] | None:
@@ -139,7 +159,7 @@ def parse(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
         if key not in _PARSERS:
             problems.append(f"anchorLs.{key}: unknown setting, ignored")
             continue
-        if value is None and key != "cacheDir":
+        if value is None and key not in _NULLABLE:
             continue
         name, parser = _PARSERS[key]
         try:

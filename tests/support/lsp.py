@@ -386,17 +386,23 @@ async def lsp(lsp_client: LanguageClient, request: Any) -> Any:
             await asyncio.wait_for(lsp_client.shutdown_session(), 10)
 
 
-def shared_session(make_root: Callable[[Path], Path]) -> tuple[Any, Any]:
+def shared_session(
+    make_root: Callable[[Path], Path],
+    options: Callable[[Path], dict[str, Any]] | None = None,
+) -> tuple[Any, Any]:
     """Module-scoped fixtures `session` and `ed`: one server per client profile, indexed,
-    on the repository that make_root(an empty folder) writes; for read-only tests.
+    on the repository that make_root(an empty folder) writes; for read-only tests. With
+    options, its initializationOptions are options(that folder), called after make_root.
 
     Assign them at module level under those names: `session, ed = shared_session(...)`.
     """
 
     @pytest_lsp.fixture(config=CONFIG, params=PROFILES, scope="module")
     async def session(lsp_client: LanguageClient, request: Any, tmp_path_factory: Any) -> Any:
-        root = make_root(tmp_path_factory.mktemp("session"))
-        editor = await start(lsp_client, root, request.param)
+        work = tmp_path_factory.mktemp("session")
+        root = make_root(work)
+        init = options(work) if options is not None else None
+        editor = await start(lsp_client, root, request.param, options=init)
         await editor.ready()
         lsp_client.editor = editor  # type: ignore[attr-defined]
         yield

@@ -48,3 +48,16 @@ def plant(repo: Path, marks: Path, skip: tuple[str, ...] = ()) -> list[str]:
 def marks_left(marks: Path) -> list[str]:
     """The marks the planted modules left: `name-pid` of every import of one."""
     return sorted(p.name for p in marks.iterdir())
+
+
+def plant_interpreter(repo: Path, marks: Path) -> Path:
+    """A `.venv` in repo whose `bin/python` and `bin/python3` (shell scripts) leave a mark
+    `name-pid` in marks when anything runs them, then fail. Its bin/python."""
+    marks.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        script = repo / ".venv" / "bin" / name
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(f'#!/bin/sh\ntouch "{marks.resolve()}/{name}-$$"\nexit 1\n', "utf-8")
+        script.chmod(0o755)
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    return repo / ".venv" / "bin" / "python"

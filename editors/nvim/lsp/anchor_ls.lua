@@ -25,10 +25,14 @@ return {
       inlayHints = true,
       codeLens = true,
       hintFields = { 'CALLED_BY', 'BASE', 'DERIVED' },
-      lensFields = { 'CALLED_BY', 'REFERENCED_BY', 'CALLS', 'DERIVED' },
+      lensFields = { 'CALLED_BY', 'REFERENCED_BY', 'CALLS', 'DERIVED', 'OVERRIDES', 'OVERRIDDEN_BY' },
       exclude = {},
       cacheDir = vim.NIL,
       sourceRoots = {},
+      -- The interpreter of the environment the repository runs on (its installed packages give
+      -- the bases, overrides and calls that leave the repository); vim.NIL: the server's own.
+      -- Never guessed: a .venv in the repository is used only when you name it here.
+      python = vim.NIL,
     },
   },
 }

@@ -11,7 +11,12 @@ import {
   WorkDoneProgress,
   WorkDoneProgressCreateRequest,
 } from "vscode-languageclient/node";
-import { checkServerInstalled, resolveInterpreter, Interpreter } from "./interpreter";
+import {
+  checkServerInstalled,
+  resolveEnvironment,
+  resolveInterpreter,
+  Interpreter,
+} from "./interpreter";
 import { interpreterSetting, serverLaunch } from "./launch";
 import { serverSettings, SECTION } from "./settings";
 import { StatusItem } from "./status";
@@ -25,6 +30,8 @@ let status: StatusItem;
 let output: vscode.OutputChannel;
 let starting: Promise<void> | undefined;
 let home = ""; // the extension's folder: where the server starts, never the workspace
+// The interpreter whose environment the index reads libraries from (the server's `python`).
+let environment: string | undefined;
 const statsView = new StatsView();
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -60,6 +67,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (e.affectsConfiguration(`${SECTION}.interpreter`)) {
         await restart();
+      } else if (e.affectsConfiguration(`${SECTION}.python`)) {
+        await updateEnvironment();
+        await pushSettings();
       } else if (e.affectsConfiguration(SECTION)) {
         await pushSettings();
       }
@@ -99,6 +109,7 @@ async function doStart(): Promise<void> {
       .then((pick) => pick && vscode.commands.executeCommand("workbench.trust.manage"));
     return;
   }
+  await updateEnvironment();
   const problem = await checkServerInstalled(interpreter, home);
   if (problem) {
     status.failed(problem.short);
@@ -119,7 +130,7 @@ async function doStart(): Promise<void> {
     synchronize: {
       fileEvents: vscode.workspace.createFileSystemWatcher("**/*.py"),
     },
-    initializationOptions: { [SECTION]: serverSettings(folder?.uri) },
+    initializationOptions: { [SECTION]: serverSettings(folder?.uri, environment) },
     middleware: {
       // After a settings change the server re-renders and asks for a refresh; the next
       // hints or lenses are the moment its policy is settled.
@@ -141,7 +152,10 @@ async function doStart(): Promise<void> {
           }
           return params.items.map((item, i) =>
             item.section === SECTION
-              ? serverSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined)
+              ? serverSettings(
+                  item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined,
+                  environment
+                )
               : answers[i]
           );
         },
@@ -176,6 +190,20 @@ async function doStart(): Promise<void> {
   void refreshPolicy();
 }
 
+/** Resolve the environment the server reads libraries from (see resolveEnvironment). */
+async function updateEnvironment(): Promise<void> {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const env = await resolveEnvironment(folder, output);
+  if (env.refused) {
+    output.appendLine(`anchor-ls: ${env.refused}`);
+    void vscode.window.showWarningMessage(`anchor-ls: ${env.refused}`);
+  }
+  environment = env.python;
+  output.appendLine(
+    `anchor-ls: libraries from ${environment ?? "the server's own environment"} (from ${env.source})`
+  );
+}
+
 /** Live settings: the server re-renders and asks the editor to refresh hints and lenses. */
 async function pushSettings(): Promise<void> {
   const c = client;
@@ -185,7 +213,7 @@ async function pushSettings(): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.[0];
   settingsChanged = true;
   await c.sendNotification(DidChangeConfigurationNotification.type, {
-    settings: { [SECTION]: serverSettings(folder?.uri) },
+    settings: { [SECTION]: serverSettings(folder?.uri, environment) },
   });
   setTimeout(() => policyAfterRefresh(), 3000); // in case no editor shows hints or lenses
 }
@@ -379,8 +407,8 @@ async function explainStartFailure(
   }
 }
 
-/** Restart when the Python extension's active interpreter changes, no setting pins one and
- * the workspace is trusted. */
+/** When the Python extension's active interpreter changes in a trusted workspace: restart
+ * when no setting pins the server's interpreter, else send the server the new environment. */
 function watchPythonExtension(context: vscode.ExtensionContext): void {
   const ext = vscode.extensions.getExtension("ms-python.python");
   if (!ext) {
@@ -396,7 +424,9 @@ function watchPythonExtension(context: vscode.ExtensionContext): void {
         const trusted = vscode.workspace.isTrusted; // else its choice is not used
         const values = vscode.workspace.getConfiguration(SECTION).inspect<string>("interpreter");
         if (trusted && !interpreterSetting(values, trusted)) {
-          void restart();
+          void restart(); // resolves the environment again too
+        } else if (trusted) {
+          void updateEnvironment().then(pushSettings);
         }
       })
     );

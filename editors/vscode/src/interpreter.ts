@@ -5,7 +5,14 @@ import * as cp from "child_process";
 import * as os from "os";
 import * as vscode from "vscode";
 import { SECTION } from "./settings";
-import { expandInterpreter, insideAny, interpreterSetting, probeLaunch } from "./launch";
+import {
+  Environment,
+  environmentPython,
+  expandInterpreter,
+  insideAny,
+  interpreterSetting,
+  probeLaunch,
+} from "./launch";
 
 export interface Interpreter {
   command: string;
@@ -56,6 +63,31 @@ export async function resolveInterpreter(
     return fromExtension;
   }
   return DEFAULT;
+}
+
+/** The environment whose packages the repository uses, passed to the server as its `python`
+ * setting: `anchorLs.python`, else the Python extension's selected interpreter (in a trusted
+ * workspace), else none: the server reads its own environment. */
+export async function resolveEnvironment(
+  folder: vscode.WorkspaceFolder | undefined,
+  log: vscode.OutputChannel
+): Promise<Environment> {
+  const trusted = vscode.workspace.isTrusted;
+  const values = vscode.workspace.getConfiguration(SECTION, folder?.uri).inspect<string>("python");
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+  let fromExtension: string | undefined;
+  if (trusted && !interpreterSetting(values, trusted)) {
+    const chosen = await pythonExtensionInterpreter(folder, log);
+    // A command line (`conda run ...`) is no interpreter path the server could ask.
+    fromExtension = chosen && chosen.args.length === 0 ? chosen.command : undefined;
+  }
+  const env = environmentPython(values, trusted, fromExtension, folder?.uri.fsPath, folders, os.homedir());
+  if (!trusted && (values?.workspaceFolderValue || values?.workspaceValue)) {
+    log.appendLine(
+      "anchor-ls: the workspace's own anchorLs.python is ignored until you trust the workspace (Restricted Mode)."
+    );
+  }
+  return env;
 }
 
 async function pythonExtensionInterpreter(

@@ -93,3 +93,45 @@ export function insideAny(file: string, folders: string[]): boolean {
     return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
   });
 }
+
+/** The environment the index reads installed packages from (the server's `python` setting). */
+export interface Environment {
+  /** The interpreter's path, undefined for the server's own environment. */
+  python?: string;
+  source: "setting" | "python extension" | "none";
+  /** Why a configured one is not used (inside a workspace that is not trusted), if so. */
+  refused?: string;
+}
+
+/** Which interpreter's environment the server reads (it asks that interpreter for its
+ * sys.path, so it runs it): the `anchorLs.python` setting, else the Python extension's
+ * selected interpreter, else none (the server's own environment). In Restricted Mode only
+ * the user's own setting counts, never the Python extension's choice (it may have picked
+ * the repository's .venv) and never an interpreter inside a workspace folder. */
+export function environmentPython(
+  values: SettingValues | undefined,
+  trusted: boolean,
+  fromExtension: string | undefined,
+  folder: string | undefined,
+  folders: string[],
+  home: string
+): Environment {
+  const configured = interpreterSetting(values, trusted);
+  if (configured) {
+    const python = expandInterpreter(configured, folder, home);
+    if (!trusted && insideAny(python, folders)) {
+      return {
+        source: "setting",
+        refused:
+          `"anchorLs.python" names ${python}, inside this workspace, which is not trusted ` +
+          `(Restricted Mode): the server would run it. Libraries are read from the server's ` +
+          `own environment until you trust the workspace.`,
+      };
+    }
+    return { python, source: "setting" };
+  }
+  if (trusted && fromExtension) {
+    return { python: fromExtension, source: "python extension" };
+  }
+  return { source: "none" };
+}

@@ -5,7 +5,7 @@
 // 1.101, `mcpServerDefinitionProviders` since). An editor without the API, or one that refuses
 // the registration, gets nothing registered and a line in the output channel saying so.
 import * as vscode from "vscode";
-import { resolveInterpreter } from "./interpreter";
+import { resolveEnvironment, resolveInterpreter } from "./interpreter";
 import { SECTION } from "./settings";
 
 /** The id package.json's `contributes.mcpServerDefinitionProviders` declares. */
@@ -47,7 +47,10 @@ export function registerMcpServers(
     changed,
     vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration(`${SECTION}.interpreter`)) {
+      if (
+        e.affectsConfiguration(`${SECTION}.interpreter`) ||
+        e.affectsConfiguration(`${SECTION}.python`)
+      ) {
         changed.fire();
       }
     })
@@ -78,6 +81,10 @@ async function definitions(
       continue;
     }
     const args = [...interpreter.args, "-P", "-m", "anchor_ls", "mcp", folder.uri.fsPath];
+    const environment = await resolveEnvironment(folder, log); // the language server's `python`
+    if (environment.python) {
+      args.push("--python", environment.python);
+    }
     const env = { PYTHONSAFEPATH: "1" }; // -P for the processes it starts too
     const definition = new Definition(`anchor-ls: ${folder.name}`, interpreter.command, args, env, version);
     definition.cwd = cwd;

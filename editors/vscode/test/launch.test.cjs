@@ -87,3 +87,38 @@ test("an interpreter inside a workspace folder is recognised however it is writt
   assert.ok(!inside("~/.pyenv/versions/3.12.1/bin/python"));
   assert.ok(!inside("python3"));
 });
+
+test("the environment the server reads: the setting, else the Python extension's, trusted", () => {
+  const ws = "/home/u/repo";
+  const pick = (values, trusted, fromExtension) =>
+    launch.environmentPython(values, trusted, fromExtension, ws, [ws], "/home/u");
+  const chosen = "/opt/venvs/site/bin/python";
+  // the user's setting wins over the Python extension's selection
+  assert.deepStrictEqual(pick({ globalValue: chosen }, true, "/usr/bin/python3"), {
+    python: chosen,
+    source: "setting",
+  });
+  assert.deepStrictEqual(pick({ workspaceValue: ".venv/bin/python" }, true, undefined), {
+    python: "/home/u/repo/.venv/bin/python",
+    source: "setting",
+  });
+  assert.deepStrictEqual(pick(undefined, true, "/home/u/repo/.venv/bin/python"), {
+    python: "/home/u/repo/.venv/bin/python",
+    source: "python extension",
+  });
+  // nothing chosen: the server's own environment, never an interpreter found in the folder
+  assert.deepStrictEqual(pick(undefined, true, undefined), { source: "none" });
+  // Restricted Mode: not the Python extension's choice, not the workspace's setting, and not
+  // the user's own setting when it points inside the workspace
+  assert.deepStrictEqual(pick(undefined, false, "/home/u/repo/.venv/bin/python"), {
+    source: "none",
+  });
+  assert.deepStrictEqual(pick({ workspaceValue: chosen }, false, undefined), { source: "none" });
+  assert.deepStrictEqual(pick({ globalValue: chosen }, false, undefined), {
+    python: chosen,
+    source: "setting",
+  });
+  const refused = pick({ globalValue: "~/repo/.venv/bin/python" }, false, undefined);
+  assert.strictEqual(refused.python, undefined);
+  assert.match(refused.refused, /inside this workspace/);
+});
