@@ -41,7 +41,7 @@ from anchor_ls.batch import gittree
 from anchor_ls.batch.manifest import Task
 from anchor_ls.index import Index
 from anchor_ls.tags import commands
-from anchor_ls.tags.apply import TagError
+from anchor_ls.tags.apply import Reuse, TagError
 
 PARTIAL = ".partial"  # DIR/.partial/: snapshots being written
 GRAPH_FILE = "graph.json"
@@ -144,8 +144,10 @@ class _Step:
         self.sha: str | None = None
         self.index: Index | None = None
         self.fresh: Freshness | None = None
+        self.reuse = Reuse()  # the last snapshot written, for the next to copy from
 
     def reset(self) -> None:
+        self.reuse.forget()
         if self.index is not None:
             self.index.close()
         self.index = self.fresh = None
@@ -181,7 +183,9 @@ class _Step:
         return "full", self.index.stats().reparsed
 
 
-def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str, Any]:
+def _export(
+    task: Task, index: Index, name: str, settings: Settings, reuse: Reuse | None = None
+) -> dict[str, Any]:
     """Write DIR/<id> (the snapshot, graph.json with --graph) atomically; its figures."""
     out = Path(settings.out)
     final = out / task.id
@@ -199,6 +203,7 @@ def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str
             max_items=task.max_items,
             cross_file=task.cross_file,
             tests=task.tests,
+            reuse=reuse,
         )
         tag_bytes = 0
         for rel in report.changed:
@@ -212,8 +217,12 @@ def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str
         stats = index.stats()
         os.rename(partial, final)  # the one step that makes the task done
     except BaseException:
+        if reuse is not None:
+            reuse.next = {}
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    if reuse is not None:
+        reuse.advance(final / name)
     figures: dict[str, Any] = {
         "files": stats.files,
         "entities": stats.entities,
@@ -238,7 +247,7 @@ def _one(task: Task, step: _Step, sha: str | None, settings: Settings) -> dict[s
         assert task.repo is not None and sha is not None
         how, reindexed = step.to_commit(task.repo, sha)
         assert step.index is not None and step.root is not None
-        figures = _export(task, step.index, step.root.name, settings)
+        figures = _export(task, step.index, step.root.name, settings, step.reuse)
     seconds = round(time.perf_counter() - start, 3)
     return {
         **_base(task),
