@@ -268,6 +268,11 @@ def test_pool_snapshots_are_the_bytes_of_tag_out_per_commit(
         "t4": "incremental",
         "t5": "rebuilt",
     }
+    # a chain's first snapshot renders every file; the next ones copy the Python files
+    # whose bytes and blocks did not change from the snapshot before, the same bytes
+    copied = {ident: r["copied_files"] for ident, r in by_id.items() if "repo" in r}
+    assert copied["t0"] == copied["t3"] == 0
+    assert all(copied[ident] > 0 for ident in ("t1", "t2", "t4", "t5")), copied
     for n in range(len(shas)):
         assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n
         assert by_id[f"t{n}"]["snapshot"] == f"t{n}/{NAME}"

@@ -218,9 +218,10 @@ def _export(
         os.rename(partial, final)  # the one step that makes the task done
     except BaseException:
         if reuse is not None:
-            reuse.next = {}
+            reuse.discard()
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    copied = reuse.copied if reuse is not None else 0
     if reuse is not None:
         reuse.advance(final / name)
     figures: dict[str, Any] = {
@@ -229,6 +230,7 @@ def _export(
         "edges": sum(stats.edges.values()),
         "tagged_files": len(report.changed),
         "tag_bytes": tag_bytes,
+        "copied_files": copied,  # Python files copied from the last snapshot, not rendered
         "policy": report.policy.name if report.policy else task.policy,
         "snapshot": f"{task.id}/{name}",
     }

@@ -314,18 +314,26 @@ class Reuse:
 
     `root` is the last snapshot's output folder; `made` maps a relpath to the digest of
     what its output was made from (source, blocks, names), whether the output differs
-    from the source, and the problems its rendering found. An export fills `next`;
-    `advance` makes it the last one once the snapshot is in place at its new root."""
+    from the source, and the problems its rendering found. An export fills `next` (and
+    counts the files it `copied`); `advance` makes it the last one once the snapshot is
+    in place at its new root, `discard` drops it (a snapshot not written)."""
 
     root: Path | None = None
     made: dict[str, tuple[bytes, bool, tuple[tuple[int, str], ...]]] = field(default_factory=dict)
     next: dict[str, tuple[bytes, bool, tuple[tuple[int, str], ...]]] = field(default_factory=dict)
 
+    copied: int = 0
+
     def advance(self, root: Path) -> None:
-        self.root, self.made, self.next = root, self.next, {}
+        self.root, self.made = root, self.next
+        self.discard()
+
+    def discard(self) -> None:
+        self.next, self.copied = {}, 0
 
     def forget(self) -> None:
-        self.root, self.made, self.next = None, {}, {}
+        self.root, self.made = None, {}
+        self.discard()
 
 
 def _digest(data: bytes, blocks: dict[int, list[str]], names: dict[int, str]) -> bytes:
@@ -463,6 +471,7 @@ def _export_python(
             else:
                 _reused(report, relpath, last[1], last[2])
                 reuse.next[relpath] = last
+                reuse.copied += 1
                 return
     result = text.materialize(data, blocks, names, path=relpath)
     _add_notes(report, relpath, result)
