@@ -50,11 +50,18 @@ GRAPH_FILE = "graph.json"
 # file by file: each update resolves its dependents again, and on Django a step of 38
 # changed files cost more that way (129 s) than a whole build (100 s), one of 6 far less
 # (42 s). A first calibration, from benchmarks/batch_bench.py.
-# INCREMENTAL_NOTE: off by default. On the Django 5.1 -> 5.1.1 step (38 Python files
-# changed) the updated index lacked call edges a fresh build has (75 snapshot files
-# differed from `tag --out`'s, e.g. django/apps/registry.py's Apps.do_pending_operations
-# without Signal.disconnect): an engine bug of the file-by-file update, to fix in the
-# index; on the small test repository both agree byte for byte.
+# INCREMENTAL_NOTE: off by default, as it is not exact on Django. Re-checked on fcfa0c4
+# (benchmarks/incremental_check.py): the 5.1 -> 5.1.1 step loses 722 call edges and has
+# 331 a fresh build lacks (e.g. django/apps/registry.py's Apps.lazy_model_operation
+# without Signal.connect/disconnect), and one file of it alone does the same
+# (django/db/models/expressions.py: ExpressionList.__init__ removed, as_sql added). The
+# update retracts argument facts that shrank (bind/flow.retract) and lets them grow back
+# within the rounds an edit has; around SQLCompiler.compile / as_sql they shrink again
+# while they grow back, a cycle of retractions (98, 5, 160, 3 functions, again and
+# again, even with 30 rounds), and the rounds end with facts retracted and not derived
+# again. A build stops after MAX_ROUNDS with facts still growing, so the update has no
+# settled state to return to: an engine change (facts that converge, or rounds an update
+# can replay), not a batch one.
 REBUILD_MIN = 8
 REBUILD_SHARE = 0.01
 
