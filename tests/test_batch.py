@@ -451,9 +451,11 @@ def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
     repo, shas, plain = fixture
+    # many tasks: a chained step to the same commit copies its snapshot in milliseconds,
+    # and the run must still be under way when the interrupt comes
     tasks = [
         {"id": f"t{n}-{k}", "repo": str(repo), "commit": sha}
-        for k in range(8)
+        for k in range(60)
         for n, sha in enumerate(shas)
     ]
     manifest = write_manifest(tmp_path / "m.jsonl", tasks)
