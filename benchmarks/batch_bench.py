@@ -2,6 +2,7 @@
 shell loop of `anchor-ls tag --out`.
 
     python benchmarks/batch_bench.py [--versions N] [--skip-download] [--no-ray] [--workers N]
+        [--no-shared-loop] [--no-incremental] [--no-single]
 
 The chain: the Django 5.1 .. 5.1.7 sdists (`pip download --no-binary :all:`), committed one
 after another into a git repository the script builds under benchmarks/.data/batch-django
@@ -9,7 +10,8 @@ after another into a git repository the script builds under benchmarks/.data/bat
 commits). Every run starts from an empty cache folder, so each pays its first snapshot in
 full:
 - loop: per commit, the tree written out with `git archive`, then `anchor-ls tag --out`
-  (its cache inside the tree: every snapshot indexed from nothing, as a shell loop does);
+  (with a cache folder of its own: every snapshot indexed from nothing, as a shell loop
+  of fresh checkouts does);
 - loop, shared cache: the same with one `--cache` for all (file summaries reused by hash);
 - batch, one worker: one chain, each step parsing only the files the commit changed (the
   index built again from the cached summaries of the others);
@@ -113,10 +115,13 @@ def run_loop(repo: Path, shas: list[str], out: Path, shared_cache: Path | None) 
                 ["git", "-C", str(repo), "archive", sha], check=True, capture_output=True
             ).stdout
             subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-            cache = ["--cache", str(shared_cache)] if shared_cache else []
+            # its own cache folder, or the shared one (not the user cache: nothing left behind)
+            cache = ["--cache", str(shared_cache or Path(tmp) / f"cache-c{n}")]
             cmd = [*ANCHOR_LS, "tag", str(tree), "--out", str(out / f"t{n}" / repo.name), *cache]
             subprocess.run(cmd, check=True, capture_output=True)
             shutil.rmtree(tree.parent)
+            if not shared_cache:
+                shutil.rmtree(Path(tmp) / f"cache-c{n}")
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"seconds": seconds, "peak_mb": peak}
@@ -159,6 +164,12 @@ def main() -> None:
     parser.add_argument("--skip-download", action="store_true")
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--no-shared-loop", action="store_true", help="skip the shared-cache loop")
+    parser.add_argument(
+        "--no-incremental", action="store_true", help="skip the one-worker --incremental run"
+    )
+    parser.add_argument(
+        "--no-single", action="store_true", help="skip the one-worker runs (pool and Ray only)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     archives = sdists(VERSIONS[: args.versions], args.skip_download)
@@ -180,8 +191,11 @@ def main() -> None:
             shared = run_loop(repo, shas, work / "loop-shared", work / "cache-loop")
             same = identical(work / "loop-shared", work / "loop", n, repo.name)
             rows.append(("loop of tag --out, one --cache", shared, same))
-        runs = [("batch, 1 worker (one chain)", ["--workers", "1"])]
-        runs.append(("batch, 1 worker, --incremental", ["--workers", "1", "--incremental"]))
+        runs: list[tuple[str, list[str]]] = []
+        if not args.no_single:
+            runs.append(("batch, 1 worker (one chain)", ["--workers", "1"]))
+        if not (args.no_single or args.no_incremental):
+            runs.append(("batch, 1 worker, --incremental", ["--workers", "1", "--incremental"]))
         runs.append((f"batch, pool of {args.workers}", ["--workers", str(args.workers)]))
         if not args.no_ray:
             runs.append((f"batch, local Ray, {args.workers} CPUs", ["--ray"]))

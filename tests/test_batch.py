@@ -268,6 +268,11 @@ def test_pool_snapshots_are_the_bytes_of_tag_out_per_commit(
         "t4": "incremental",
         "t5": "rebuilt",
     }
+    # a chain's first snapshot renders every file; the next ones copy the Python files
+    # whose bytes and blocks did not change from the snapshot before, the same bytes
+    copied = {ident: r["copied_files"] for ident, r in by_id.items() if "repo" in r}
+    assert copied["t0"] == copied["t3"] == 0
+    assert all(copied[ident] > 0 for ident in ("t1", "t2", "t4", "t5")), copied
     for n in range(len(shas)):
         assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n
         assert by_id[f"t{n}"]["snapshot"] == f"t{n}/{NAME}"
@@ -446,9 +451,11 @@ def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
     repo, shas, plain = fixture
+    # many tasks: a chained step to the same commit copies its snapshot in milliseconds,
+    # and the run must still be under way when the interrupt comes
     tasks = [
         {"id": f"t{n}-{k}", "repo": str(repo), "commit": sha}
-        for k in range(8)
+        for k in range(60)
         for n, sha in enumerate(shas)
     ]
     manifest = write_manifest(tmp_path / "m.jsonl", tasks)

@@ -41,7 +41,7 @@ from anchor_ls.batch import gittree
 from anchor_ls.batch.manifest import Task
 from anchor_ls.index import Index
 from anchor_ls.tags import commands
-from anchor_ls.tags.apply import TagError
+from anchor_ls.tags.apply import Reuse, TagError
 
 PARTIAL = ".partial"  # DIR/.partial/: snapshots being written
 GRAPH_FILE = "graph.json"
@@ -50,11 +50,18 @@ GRAPH_FILE = "graph.json"
 # file by file: each update resolves its dependents again, and on Django a step of 38
 # changed files cost more that way (129 s) than a whole build (100 s), one of 6 far less
 # (42 s). A first calibration, from benchmarks/batch_bench.py.
-# INCREMENTAL_NOTE: off by default. On the Django 5.1 -> 5.1.1 step (38 Python files
-# changed) the updated index lacked call edges a fresh build has (75 snapshot files
-# differed from `tag --out`'s, e.g. django/apps/registry.py's Apps.do_pending_operations
-# without Signal.disconnect): an engine bug of the file-by-file update, to fix in the
-# index; on the small test repository both agree byte for byte.
+# INCREMENTAL_NOTE: off by default, as it is not exact on Django. Re-checked on fcfa0c4
+# (benchmarks/incremental_check.py): the 5.1 -> 5.1.1 step loses 722 call edges and has
+# 331 a fresh build lacks (e.g. django/apps/registry.py's Apps.lazy_model_operation
+# without Signal.connect/disconnect), and one file of it alone does the same
+# (django/db/models/expressions.py: ExpressionList.__init__ removed, as_sql added). The
+# update retracts argument facts that shrank (bind/flow.retract) and lets them grow back
+# within the rounds an edit has; around SQLCompiler.compile / as_sql they shrink again
+# while they grow back, a cycle of retractions (98, 5, 160, 3 functions, again and
+# again, even with 30 rounds), and the rounds end with facts retracted and not derived
+# again. A build stops after MAX_ROUNDS with facts still growing, so the update has no
+# settled state to return to: an engine change (facts that converge, or rounds an update
+# can replay), not a batch one.
 REBUILD_MIN = 8
 REBUILD_SHARE = 0.01
 
@@ -144,8 +151,10 @@ class _Step:
         self.sha: str | None = None
         self.index: Index | None = None
         self.fresh: Freshness | None = None
+        self.reuse = Reuse()  # the last snapshot written, for the next to copy from
 
     def reset(self) -> None:
+        self.reuse.forget()
         if self.index is not None:
             self.index.close()
         self.index = self.fresh = None
@@ -181,7 +190,9 @@ class _Step:
         return "full", self.index.stats().reparsed
 
 
-def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str, Any]:
+def _export(
+    task: Task, index: Index, name: str, settings: Settings, reuse: Reuse | None = None
+) -> dict[str, Any]:
     """Write DIR/<id> (the snapshot, graph.json with --graph) atomically; its figures."""
     out = Path(settings.out)
     final = out / task.id
@@ -199,6 +210,7 @@ def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str
             max_items=task.max_items,
             cross_file=task.cross_file,
             tests=task.tests,
+            reuse=reuse,
         )
         tag_bytes = 0
         for rel in report.changed:
@@ -212,14 +224,20 @@ def _export(task: Task, index: Index, name: str, settings: Settings) -> dict[str
         stats = index.stats()
         os.rename(partial, final)  # the one step that makes the task done
     except BaseException:
+        if reuse is not None:
+            reuse.discard()
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    copied = reuse.copied if reuse is not None else 0
+    if reuse is not None:
+        reuse.advance(final / name)
     figures: dict[str, Any] = {
         "files": stats.files,
         "entities": stats.entities,
         "edges": sum(stats.edges.values()),
         "tagged_files": len(report.changed),
         "tag_bytes": tag_bytes,
+        "copied_files": copied,  # Python files copied from the last snapshot, not rendered
         "policy": report.policy.name if report.policy else task.policy,
         "snapshot": f"{task.id}/{name}",
     }
@@ -238,7 +256,7 @@ def _one(task: Task, step: _Step, sha: str | None, settings: Settings) -> dict[s
         assert task.repo is not None and sha is not None
         how, reindexed = step.to_commit(task.repo, sha)
         assert step.index is not None and step.root is not None
-        figures = _export(task, step.index, step.root.name, settings)
+        figures = _export(task, step.index, step.root.name, settings, step.reuse)
     seconds = round(time.perf_counter() - start, 3)
     return {
         **_base(task),

@@ -6,6 +6,7 @@ checking that the file still holds the bytes that were indexed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -305,6 +306,43 @@ def check_tree(
 # ----- snapshot -------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class Reuse:
+    """What the last snapshot of a chain made of each Python file, so that the next one
+    copies the files whose bytes and blocks did not change instead of rendering them
+    again (batch: consecutive commits of a repository share almost every file).
+
+    `root` is the last snapshot's output folder; `made` maps a relpath to the digest of
+    what its output was made from (source, blocks, names), whether the output differs
+    from the source, and the problems its rendering found. An export fills `next` (and
+    counts the files it `copied`); `advance` makes it the last one once the snapshot is
+    in place at its new root, `discard` drops it (a snapshot not written)."""
+
+    root: Path | None = None
+    made: dict[str, tuple[bytes, bool, tuple[tuple[int, str], ...]]] = field(default_factory=dict)
+    next: dict[str, tuple[bytes, bool, tuple[tuple[int, str], ...]]] = field(default_factory=dict)
+
+    copied: int = 0
+
+    def advance(self, root: Path) -> None:
+        self.root, self.made = root, self.next
+        self.discard()
+
+    def discard(self) -> None:
+        self.next, self.copied = {}, 0
+
+    def forget(self) -> None:
+        self.root, self.made = None, {}
+        self.discard()
+
+
+def _digest(data: bytes, blocks: dict[int, list[str]], names: dict[int, str]) -> bytes:
+    """What a file's tagged output is a function of (materialize's inputs)."""
+    made = hashlib.blake2b(data, digest_size=20)
+    made.update(repr((sorted(blocks.items()), sorted(names.items()))).encode())
+    return made.digest()
+
+
 def export_snapshot(
     index: IndexLike,
     out_dir: str | Path,
@@ -312,14 +350,16 @@ def export_snapshot(
     force: bool = False,
     include_git: bool = False,
     progress: Progress | None = None,
+    reuse: Reuse | None = None,
 ) -> Report:
     """Copy the tree to out_dir with tags in every indexed Python file.
 
     Symlinks are copied as links (never followed), `.git` is left out unless asked, and
-    nothing is written outside out_dir; `progress` counts the indexed Python files. Raises
-    TagError for a refused run: out_dir holds
-    the tree or is inside it (however spelled), exists as a file, or is not empty
-    without `force`.
+    nothing is written outside out_dir; `progress` counts the indexed Python files. With
+    reuse, a Python file made from the same bytes and blocks as in the last snapshot is
+    copied from it (the bytes rendering it again would give). Raises TagError for a
+    refused run: out_dir holds the tree or is inside it (however spelled), exists as a
+    file, or is not empty without `force`.
     """
     root = Path(index.root).resolve()
     out = Path(os.path.abspath(out_dir))
@@ -350,7 +390,7 @@ def export_snapshot(
                 if entry.relpath in python_files:
                     tagged += 1
                     _step(progress, tagged, len(python_files), entry.relpath)
-                    _export_python(index, entry.relpath, entry.path, target, policy, report)
+                    _export_python(index, entry.relpath, entry.path, target, policy, report, reuse)
                 else:
                     _clear(target)
                     shutil.copyfile(entry.path, target, follow_symlinks=False)
@@ -404,18 +444,49 @@ def _clear(target: Path) -> None:
 
 
 def _export_python(
-    index: IndexLike, relpath: str, path: Path, target: Path, policy: ResolvedPolicy, report: Report
+    index: IndexLike,
+    relpath: str,
+    path: Path,
+    target: Path,
+    policy: ResolvedPolicy,
+    report: Report,
+    reuse: Reuse | None = None,
 ) -> None:
     data = path.read_bytes()
     indexed = index.source(relpath)
+    _clear(target)
     if indexed is None or indexed != data:
         report.problem(relpath, 0, "changed since it was indexed; copied untagged")
-        new = data
-    else:
-        result = render_file(index.graph, relpath, data, policy)
-        _add_notes(report, relpath, result)
-        new = result.text
-    _clear(target)
-    target.write_bytes(new)
-    if new != data:
+        target.write_bytes(data)
+        return
+    blocks, names = file_blocks(index.graph, relpath, policy)
+    digest = _digest(data, blocks, names) if reuse is not None else b""
+    if reuse is not None and reuse.root is not None:
+        last = reuse.made.get(relpath)
+        if last is not None and last[0] == digest:
+            try:
+                shutil.copyfile(reuse.root / relpath, target, follow_symlinks=False)
+            except OSError:
+                pass  # the last snapshot lost it: rendered again below
+            else:
+                _reused(report, relpath, last[1], last[2])
+                reuse.next[relpath] = last
+                reuse.copied += 1
+                return
+    result = text.materialize(data, blocks, names, path=relpath)
+    _add_notes(report, relpath, result)
+    target.write_bytes(result.text)
+    changed = result.text != data
+    if changed:
+        report.changed.append(relpath)
+    if reuse is not None:
+        reuse.next[relpath] = (digest, changed, tuple(result.problems))
+
+
+def _reused(
+    report: Report, relpath: str, changed: bool, problems: tuple[tuple[int, str], ...]
+) -> None:
+    for line, message in problems:
+        report.problem(relpath, line, message)
+    if changed:
         report.changed.append(relpath)

@@ -17,6 +17,7 @@ from anchor_ls.index.repository import Progress
 from anchor_ls.tags.apply import (
     IndexLike,
     Report,
+    Reuse,
     TagError,
     check_tree,
     export_snapshot,
@@ -67,14 +68,22 @@ def export(
     force: bool = False,
     include_git: bool = False,
     progress: Progress | None = None,
+    reuse: Reuse | None = None,
 ) -> Report:
     """`tag --out`: the tagged snapshot of the indexed tree in out (batch writes each of its
-    snapshots through here, so they are byte for byte what `tag --out` writes)."""
+    snapshots through here, so they are byte for byte what `tag --out` writes; reuse: see
+    apply.Reuse)."""
     resolved = policy_for(
         index.graph, policy, max_items, cross_file=cross_file, tests=tests, maybe=maybe
     )
     return export_snapshot(
-        index, out, resolved, force=force, include_git=include_git, progress=progress
+        index,
+        out,
+        resolved,
+        force=force,
+        include_git=include_git,
+        progress=progress,
+        reuse=reuse,
     )
 
 
