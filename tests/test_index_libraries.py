@@ -137,6 +137,16 @@ def test_repository_edges_are_the_same_with_and_without_the_environment(tmp_path
     assert [e for e in without["entities"] if e.get("external")] == []
 
 
+def test_the_mean_call_out_degree_counts_the_repository_calls_alone(tmp_path: Path) -> None:
+    """auto picks a policy by it (the study measured calls inside repositories): what is
+    installed must not change the tags a repository gets."""
+    app = copy_app(tmp_path)
+    with_env = build(app, fake_environment(), use_cache=False)
+    without = build(app, Environment(), use_cache=False)
+    assert with_env.graph.edge_count("calls") > without.graph.edge_count("calls")
+    assert with_env.stats().mean_out_degree == without.stats().mean_out_degree > 0
+
+
 def test_a_warm_start_and_another_environment_each_give_their_own_graph(tmp_path: Path) -> None:
     """The environment is part of the cache key: a warm start in the same environment
     answers the same, one in no environment does not reuse the library edges."""

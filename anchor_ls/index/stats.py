@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from anchor_ls.index.model import CALLS, DENSE_KINDS, OVERRIDES, STRUCTURAL_KINDS, Graph
+from anchor_ls.index.model import (
+    CALLS,
+    DENSE_KINDS,
+    EXTERNAL_PREFIX,
+    OVERRIDES,
+    STRUCTURAL_KINDS,
+    Graph,
+)
 
 HUB_DEGREE = 10
 
@@ -33,15 +40,21 @@ class IndexStats:
 def graph_figures(graph: Graph) -> tuple[float, float]:
     """(mean call out-degree over functions and methods, share of hubs).
 
-    A hub is a callable whose call degree (in plus out) is over HUB_DEGREE.
+    A hub is a callable whose call degree (in plus out) is over HUB_DEGREE. Calls into
+    libraries are left out of both: auto picks a policy by the degree (the study measured
+    calls inside repositories), and what is installed must not change a repository's tags.
     """
-    callables = [e.id for e in graph.entities.values() if e.kind in ("function", "method")]
+    callables = [
+        e.id
+        for e in graph.entities.values()
+        if e.kind in ("function", "method") and not e.id.startswith(EXTERNAL_PREFIX)
+    ]
     if not callables:
         return 0.0, 0.0
     out_total = 0
     hubs = 0
     for ident in callables:
-        out = graph.out_degree(CALLS, ident)
+        out = sum(1 for dst in graph.out(CALLS, ident) if not dst.startswith(EXTERNAL_PREFIX))
         out_total += out
         if out + graph.in_degree(CALLS, ident) > HUB_DEGREE:
             hubs += 1
