@@ -93,12 +93,20 @@ def overrides_by_file(
 
 def _below_outside(graph: Graph) -> set[str]:
     """The repository's classes with a class outside it among their ancestors."""
-    todo = [
-        sub
-        for ident in graph.external_targets()
-        for sub in graph.into(INHERITS, ident)
-        if path_of(sub) != EXTERNAL
-    ]
+    return _below(
+        graph,
+        [
+            sub
+            for ident in graph.external_targets()
+            for sub in graph.into(INHERITS, ident)
+            if path_of(sub) != EXTERNAL
+        ],
+    )
+
+
+def _below(graph: Graph, classes: list[str]) -> set[str]:
+    """classes and every class below one of them (a subclass, at any depth)."""
+    todo = list(classes)
     seen = set(todo)
     while todo:
         for sub in graph.into(INHERITS, todo.pop()):
@@ -118,11 +126,8 @@ def _defined_in(graph: Graph, outside: OutsideClasses | None, cls: str, name: st
 def below(graph: Graph, files: Iterable[str]) -> set[str]:
     """The files whose methods' overrides may change when files change: theirs, and those
     of every class below one of theirs (a subclass, at any depth)."""
-    todo = [e.id for rel in files for e in graph.file_entities(rel) if e.kind == "class"]
-    seen = set(todo)
-    while todo:
-        for sub in graph.into(INHERITS, todo.pop()):
-            if sub not in seen:
-                seen.add(sub)
-                todo.append(sub)
-    return set(files) | {path_of(cls) for cls in seen}
+    changed = set(files)
+    seen = _below(
+        graph, [e.id for rel in changed for e in graph.file_entities(rel) if e.kind == "class"]
+    )
+    return changed | {path_of(cls) for cls in seen}
