@@ -65,3 +65,36 @@ def test_a_method_added_to_a_base_in_another_file_is_overridden_after_the_edit(
         ("models.py:LoudModel.shout", "mixins.py:Loud.shout"),
     }
     assert index.graph.to_json() == build(tmp_path).graph.to_json()
+
+
+def test_a_base_that_an_edit_elsewhere_points_at_another_class_moves_the_overrides(
+    tmp_path: Path,
+) -> None:
+    """Only the classes of changed files and those whose bases moved are walked again
+    after an edit (not every file whose callers moved): a base named through an alias
+    in a module without classes moves when that module is edited, with no edit to the
+    subclass's file or the bases' files."""
+    files = {
+        "plain.py": "class Plain:\n    def save(self):\n        pass\n",
+        "fancy.py": "class Fancy:\n    def render(self):\n        pass\n",
+        "kinds.py": "from fancy import Fancy\nfrom plain import Plain\n\nChosen = Plain\n",
+        "shop.py": "from kinds import Chosen\n\n\n"
+        "class Shop(Chosen):\n    def save(self):\n        pass\n\n"
+        "    def render(self):\n        pass\n",
+        "deep.py": "from shop import Shop\n\n\n"
+        "class Deep(Shop):\n    def render(self):\n        pass\n",
+    }
+    write(tmp_path, files)
+    index = build(tmp_path)
+    assert overrides(index) == {
+        ("shop.py:Shop.save", "plain.py:Plain.save"),
+        ("deep.py:Deep.render", "shop.py:Shop.render"),
+    }
+    text = files["kinds.py"].replace("Chosen = Plain", "Chosen = Fancy")
+    write(tmp_path, {"kinds.py": text})
+    index.update_file("kinds.py", text)
+    assert overrides(index) == {
+        ("shop.py:Shop.render", "fancy.py:Fancy.render"),
+        ("deep.py:Deep.render", "shop.py:Shop.render"),
+    }
+    assert index.graph.to_json() == build(tmp_path).graph.to_json()

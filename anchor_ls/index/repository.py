@@ -24,6 +24,7 @@ from anchor_ls.index.invalidation import Invalidation
 from anchor_ls.index.model import (
     CALLS,
     EXTERNAL,
+    INHERITS,
     OVERRIDES,
     Entity,
     Graph,
@@ -94,6 +95,7 @@ class Index(Invalidation):
         self._graph = Graph(str(self.root))  # what mutations change (under self.lock)
         self._published = self._snapshot_now(rebuilt=True)
         self.problems: dict[str, Problem] = {}
+        self._bases_moved: set[str] = set()  # files whose inherits edges an edit moved
         self.exclude = tuple(exclude)
         self.source_roots = tuple(source_roots)
         # The source roots of the last build that pyproject.toml, setup.cfg, pytest's
@@ -396,7 +398,9 @@ class Index(Invalidation):
         edges changed."""
         graph = self._graph
         files = None
-        if changed_files is not None:
+        if changed_files is None:
+            self._bases_moved = set()
+        else:
             files = sorted(below(graph, changed_files) & set(graph.files()))
         names = self._method_names
         if names is None:  # after a warm start: counted once
@@ -461,10 +465,10 @@ class Index(Invalidation):
                 parsed = self._reparser.summarize(relpath, data, held, limit=self.max_file_bytes)
             except UnreadableSource as err:
                 self._problem(relpath, err.kind, str(err))
-                return self._published_after(self._remove(relpath))
+                return self._published_after(self._remove(relpath), relpath)
             except RecursionError:  # as in a build: reported, never raised to the caller
                 self._problem(relpath, "too-deep", "nesting too deep to read; skipped")
-                return self._published_after(self._remove(relpath))
+                return self._published_after(self._remove(relpath), relpath)
             summary = parsed.summary
             self.problems.pop(relpath, None)
             self._note_summary_problems(summary)
@@ -472,12 +476,12 @@ class Index(Invalidation):
             self._sources.put(relpath, data)
             self._hashes[relpath] = content_hash(data)
             if before is None:
-                return self._published_after(self._replace(summary, parsed.bodies))
+                return self._published_after(self._replace(summary, parsed.bodies), relpath)
             old, new = _python_lines(before), _python_lines(data)
             line = first_changed_line(old, new)
             delta = new.count(b"\n") - old.count(b"\n")
             edited = (line, delta, parsed.walked, parsed.replaced)
-            return self._published_after(self._replace(summary, parsed.bodies, edited))
+            return self._published_after(self._replace(summary, parsed.bodies, edited), relpath)
 
     def prepare_edits(self, relpath: str) -> None:
         """Parse relpath as indexed and keep its tree, so that even its first edit walks
@@ -497,18 +501,23 @@ class Index(Invalidation):
                 gone = self.problems.get(relpath)
                 if gone is not None and gone.kind == "vanished":  # deleted: not a problem
                     del self.problems[relpath]
-                return self._published_after(self._remove(relpath))
+                return self._published_after(self._remove(relpath), relpath)
             return self.update_file(relpath, data)
 
     def remove_file(self, relpath: str) -> set[str]:
         with self.lock, gc_paused():
             self._built = None
             self.problems.pop(relpath, None)
-            return self._published_after(self._remove(relpath))
+            return self._published_after(self._remove(relpath), relpath)
 
-    def _published_after(self, changed: set[str]) -> set[str]:
+    def _published_after(self, changed: set[str], edited: str) -> set[str]:
+        """Publish an edit's graph. Overrides depend on the classes' methods and bases
+        alone: the edited file's, and those of files whose inherits edges the edit moved
+        (not every file whose callers moved: on Django an appended def moved 9 to 53
+        files' tags, and walking the classes below them took 0.2-0.6 s)."""
+        classes, self._bases_moved = self._bases_moved | {edited}, set()
         if changed:
-            changed |= self._link_across(changed)
+            changed |= self._link_across(classes)
         self._publish()
         return changed
 
@@ -594,6 +603,8 @@ class Index(Invalidation):
         order = factlib.base_order(summary, facts, self._ids, self.externals)
         self._graph.replace_file_bases(rel, order)
         moved = old ^ edges
+        if any(e.kind == INHERITS for e in moved):
+            self._bases_moved.add(rel)
         return {path_of(e.src) for e in moved} | {path_of(e.dst) for e in moved}
 
     # ----- cache state ----------------------------------------------------
