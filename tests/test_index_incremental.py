@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from anchor_ls.index import CALLS, IMPORTS, INHERITS, Index
+from anchor_ls.index.bind.rounds import MAX_ROUNDS
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
@@ -796,3 +797,37 @@ def test_a_file_resolved_again_for_an_edit_elsewhere_carries_on_only_what_it_cha
     idx.update_file("e.py", source)
 
     assert {rel: idx.graph.file_edges(rel) for rel in others} == others
+
+
+def test_an_edit_whose_rounds_do_not_settle_resolves_every_file_again(tmp_path: Path) -> None:
+    """top passes a function down a chain of modules deeper than the rounds, to one that
+    calls it and itself. Passing another function instead retracts the old one from the
+    whole chain, and the new one flows back one module per round: the rounds run out
+    before it settles (as on Django's expressions.py, 5.1 to 5.1.1), and the facts they
+    leave are not a build's (the last module calls the new function, which a build does
+    not reach). The index resolves every file again from the summaries it holds then."""
+    depth = MAX_ROUNDS + 2
+    for k in range(depth):
+        calls = f"    f{k + 1}(cb)\n" if k < depth - 1 else f"    cb()\n    f{k}(cb)\n"
+        head = f"from m{k + 1} import f{k + 1}\n\n\n" if k < depth - 1 else ""
+        (tmp_path / f"m{k}.py").write_text(f"{head}def f{k}(cb):\n{calls}", encoding="utf-8")
+    (tmp_path / "top.py").write_text(
+        "from m0 import f0\n\n\ndef target():\n    return 1\n\n\ndef other():\n    return 2\n"
+        "\n\ndef top():\n    return f0(target)\n",
+        encoding="utf-8",
+    )
+    idx = Index(tmp_path, use_cache=False)
+    idx.build()
+    before = idx.snapshot()
+    held = before.graph.to_json()
+
+    changed = edit(idx, "top.py", lambda s: s.replace("f0(target)", "f0(other)"))
+
+    assert idx.graph.to_json() == fresh_json(tmp_path)
+    assert idx.stats().resolved_afresh == 1
+    assert idx.snapshot().built != before.built  # readers learn the graph was put anew
+    assert changed == {"top.py", *(f"m{k}.py" for k in range(depth))}
+    assert before.graph.to_json() == held  # what readers held is as it was
+
+    edit(idx, "top.py", lambda s: s.replace("return 2", "return 3"))  # settles
+    assert idx.stats().resolved_afresh == 1

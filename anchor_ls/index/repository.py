@@ -60,7 +60,7 @@ from anchor_ls.index.workers import pool_context as _pool_context  # the rounds'
 from anchor_ls.syntax.encoding import buffer_bytes_or_utf8
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource
-from anchor_ls.syntax.summary import FileSummary
+from anchor_ls.syntax.summary import FileSummary, pack_bodies
 
 __all__ = ["Index", "Problem", "Progress"]
 
@@ -237,13 +237,7 @@ class Index(Invalidation):
             if stored is not None:
                 stored.result()
         reparsed = len(fresh)
-        self._resolve_all(sorted(summaries), progress)
-        # What was evaluated, and the name tables read off the bodies, are the bulk of the
-        # memory: the graph and the cache are built in their place (an edit evaluates again
-        # only what it needs, as after a warm start).
-        self.binder.clear_caches()
-        self._rebuild_graph()
-        self._publish(rebuilt=True)
+        self._resolve_files(progress)
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
         if cache is not None:
             cache.store_graph(stamp, *self._cache_state())
@@ -356,6 +350,31 @@ class Index(Invalidation):
             self._problem(summary.path, kind, message)
 
     # ----- resolution -----------------------------------------------------
+    def _resolve_files(self, progress: Progress | None) -> None:
+        """Resolve the binder's files from no argument facts, and publish the graph."""
+        self._facts = {}
+        self._resolve_all(sorted(self.binder.summaries), progress)
+        # What was evaluated, and the name tables read off the bodies, are the bulk of the
+        # memory: the graph and the cache are built in their place (an edit evaluates again
+        # only what it needs, as after a warm start).
+        self.binder.clear_caches()
+        self._rebuild_graph()
+        self._publish(rebuilt=True)
+
+    def _resolve_afresh(self) -> None:
+        """Resolve every file again as a build does, from the summaries held (none is read
+        or parsed again): an edit's rounds that do not settle leave other facts than a
+        build's (see rounds.reresolve). Readers see the graph before until this one is
+        published, as rebuilt; stats().resolved_afresh counts these."""
+        summaries = self.binder.summaries
+        for summary in summaries.values():
+            pack_bodies(summary)  # the file edited last may hold its bodies unpacked
+        self.binder = Binder()
+        self.binder.set_files(summaries, self.root.name, self.roots)
+        self.binder.warm()
+        self._resolve_files(None)
+        self._stats.resolved_afresh += 1
+
     def _resolve_all(self, paths: list[str], progress: Progress | None) -> None:
         """Rounds of resolution: each sees the argument facts of the rounds before it, and
         only the functions whose parameters learned new values are read again."""
@@ -545,9 +564,12 @@ class Index(Invalidation):
         def after_file(rel: str) -> None:
             touched.update(self._apply_edges(rel))
 
-        resolved = reresolve(
+        resolved, settled = reresolve(
             self.binder, self._facts, paths, edited, passed_before or {}, before_file, after_file
         )
+        if not settled:
+            self._resolve_afresh()
+            return set(self.binder.summaries)
         # A test exercises what the test helpers it calls call: its test_ref edges follow them.
         for rel in sorted(self._tests_calling_changed_helpers(calls_before) - resolved):
             touched |= self._apply_edges(rel)
@@ -719,6 +741,7 @@ class Index(Invalidation):
             hub_share=round(hubs, 4),
             reparsed=self._stats.reparsed,
             from_cache=self._stats.from_cache,
+            resolved_afresh=self._stats.resolved_afresh,
         )
         if self._lazy is not None:
             stats.resolved_binder, stats.external, stats.unresolved = self._lazy[2]

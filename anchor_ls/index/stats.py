@@ -30,6 +30,8 @@ class IndexStats:
     problems: dict[str, int] = field(default_factory=dict)
     reparsed: int = 0
     from_cache: int = 0
+    # edits whose rounds did not settle, so every file was resolved again (index/repository.py)
+    resolved_afresh: int = 0
     # the folders absolute imports start from ("." is the root): see anchor_ls/index/roots.py
     source_roots: list[str] = field(default_factory=list)
 

@@ -55,8 +55,9 @@ def reresolve(
     baselines: dict[str, dict],
     before_file: Callable[[str], None],
     after_file: Callable[[str], None],
-) -> set[str]:
-    """Resolve files again until argument flow settles; returns the files resolved.
+) -> tuple[set[str], bool]:
+    """Resolve files again until argument flow settles; returns the files resolved, and
+    whether it settled (False: the rounds ran out with files still to resolve).
 
     edited: a file whose first resolution here needs only the scopes an edit touched.
     baselines: what files of paths passed before the edit, resolved in the present
@@ -67,7 +68,13 @@ def reresolve(
     round resolves 1,334 files again). Without that baseline, the first edit of a file
     whose parameters grew after its last round carried the growth on: an edit and its
     undo in django/contrib/admin/utils.py resolved 100 files for 3 s and left 1,228
-    edges other than a fresh build's."""
+    edges other than a fresh build's.
+
+    Unsettled, the facts are not a build's: a retraction dropped facts that later rounds
+    had no turn left to derive again, or growth reached deeper than a build's rounds
+    (an edit of django/db/models/expressions.py, 5.1 to 5.1.1, cycles around
+    SQLCompiler.compile and as_sql: 604 edges lost, 897 more). The caller resolves
+    the whole repository again then."""
     todo = sorted(p for p in paths if p in binder.summaries)
     resolved: set[str] = set()
     binder.shrunk.clear()
@@ -102,8 +109,8 @@ def reresolve(
             binder.forget_values()
         todo = sorted(p for p in redo if p in binder.summaries)
         if not todo:
-            break
-    return resolved
+            return resolved, True
+    return resolved, False
 
 
 def _scopes_by_file(
