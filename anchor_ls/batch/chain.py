@@ -50,18 +50,17 @@ GRAPH_FILE = "graph.json"
 # file by file: each update resolves its dependents again, and on Django a step of 38
 # changed files cost more that way (129 s) than a whole build (100 s), one of 6 far less
 # (42 s). A first calibration, from benchmarks/batch_bench.py.
-# INCREMENTAL_NOTE: off by default, as it is not exact on Django. Re-checked on fcfa0c4
-# (benchmarks/incremental_check.py): the 5.1 -> 5.1.1 step loses 722 call edges and has
-# 331 a fresh build lacks (e.g. django/apps/registry.py's Apps.lazy_model_operation
-# without Signal.connect/disconnect), and one file of it alone does the same
-# (django/db/models/expressions.py: ExpressionList.__init__ removed, as_sql added). The
-# update retracts argument facts that shrank (bind/flow.retract) and lets them grow back
-# within the rounds an edit has; around SQLCompiler.compile / as_sql they shrink again
-# while they grow back, a cycle of retractions (98, 5, 160, 3 functions, again and
-# again, even with 30 rounds), and the rounds end with facts retracted and not derived
-# again. A build stops after MAX_ROUNDS with facts still growing, so the update has no
-# settled state to return to: an engine change (facts that converge, or rounds an update
-# can replay), not a batch one.
+# INCREMENTAL_NOTE: off by default, as it is not yet exact on Django nor cheaper there.
+# On fcfa0c4 (benchmarks/incremental_check.py) the 5.1 -> 5.1.1 step lost 722 call edges
+# and gained 331 against a fresh build: an edit of django/db/models/expressions.py alone
+# retracts argument facts (bind/flow.retract) that shrink again around SQLCompiler.compile
+# / as_sql while they grow back, and the rounds ran out with facts retracted. Such an edit
+# now resolves every file again (rounds.reresolve says it did not settle; the index
+# counts it in IndexStats.resolved_afresh), so its graph equals a fresh build's, at the
+# cost of a whole resolution (30-45 s on Django) for each such file of a step, one file
+# at a time. Two cases remain where a settled update differs: a file that only reads a
+# retracted parameter is not resolved again, and a chain of exactly MAX_ROUNDS calls
+# settles one level deeper than a build reaches (see the reresolve docstring).
 REBUILD_MIN = 8
 REBUILD_SHARE = 0.01
 
