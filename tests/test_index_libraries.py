@@ -225,3 +225,23 @@ def test_a_named_interpreter_of_a_virtual_environment_gives_its_packages(tmp_pat
     view = next(e for e in data["entities"] if e["id"] == "ext:django.views.generic.base.View")
     assert view["path"] == str(site.resolve() / "django" / "views" / "generic" / "base.py")
     assert json.dumps(data)  # serializable as the CLI writes it
+
+
+def test_a_class_that_an_edit_puts_below_a_library_class_gets_its_overrides(
+    tmp_path: Path,
+) -> None:
+    """A method whose name no other class of the repository defines is walked only when
+    its class is below one outside; which classes are is kept between edits, and an edit
+    that moves a base must renew it."""
+    app = copy_app(tmp_path)
+    index = build(app, fake_environment(), use_cache=False)
+    alone = "class Lone:\n    def setup(self, request):\n        pass\n"
+    (app / "shop" / "lone.py").write_text(alone, encoding="utf-8")
+    index.update_file("shop/lone.py", alone)
+    below = "from django.views.generic import View\n\n\n" + alone.replace("Lone:", "Lone(View):")
+    (app / "shop" / "lone.py").write_text(below, encoding="utf-8")
+    index.update_file("shop/lone.py", below)
+    assert ("shop/lone.py:Lone.setup", "ext:django.views.generic.base.View.setup") in edge_set(
+        index.graph.to_json(), "overrides"
+    )
+    assert index.graph.to_json() == build(app, fake_environment(), use_cache=False).graph.to_json()
