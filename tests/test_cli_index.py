@@ -121,6 +121,19 @@ def test_callers_lists_every_call_line_of_a_caller(tmp_path: Path) -> None:
     ]
 
 
+def test_the_call_line_shown_is_the_line_called_from_past_form_feeds(tmp_path: Path) -> None:
+    # Python counts lines at \n alone; str.splitlines() also splits at \f and U+2028
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "m.py").write_text(
+        "def ping():\n    pass\n\f\n# \u2028 \x1c\ndef busy():\n    x = 1\n    ping()\n",
+        encoding="utf-8",
+    )
+    done = run("callers", "ping", str(root), "--cache", str(tmp_path / "c"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["m.py:busy [name]\tm.py:7: ping()"]
+
+
 def test_callers_and_callees_say_when_there_are_none(repo: Path) -> None:
     cache = ["--cache", str(repo.parent / "c")]
     nobody = run("callers", "test_empty_order_is_rejected", str(repo), *cache)

@@ -24,7 +24,18 @@ def bad_repo(base: Path) -> Path:
     root = copy_example(base)
     (root / "README.md").write_text("# not python\n", encoding="utf-8")
     (base / "elsewhere.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    (root / "pkg" / "sections.py").write_text(SECTIONS, encoding="utf-8")
     return root
+
+
+# Form feeds split sections in some code (the stdlib's email/encoders.py); Python and LSP
+# count neither them nor U+2028 as line ends, and str.splitlines counts both.
+SECTIONS = (
+    '"""Sections."""\n\f\ndef first():\n    return second()\n\f\n'
+    "# a line separator \u2028 and a \x1c in a comment\n"
+    'def second():\n    return ("\U0001f642\U0001f642\U0001f642\U0001f642", third())\n'
+    "def third():\n    return 1\n"
+)
 
 
 session, ed = shared_session(bad_repo)
@@ -80,6 +91,30 @@ async def test_positions_out_of_range(ed: Editor) -> None:
         types.CallHierarchyPrepareParams(doc(service), types.Position(line, 100_000))
     )
     assert items is not None and items[0].name == "checkout"
+    await still_answers(ed)
+
+
+async def test_lines_are_counted_as_lsp_counts_them_past_form_feeds(ed: Editor) -> None:
+    sections = ed.open("pkg/sections.py")
+    text = ed.text("pkg/sections.py")
+    at = pos(text, "second():", ed.encoding)
+    assert at.line == 6
+    items = await ed.client.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(doc(sections), at)
+    )
+    assert items is not None and [i.name for i in items] == ["second"]
+    assert items[0].selection_range.start.line == 6
+    calls = await ed.client.call_hierarchy_incoming_calls_async(
+        types.CallHierarchyIncomingCallsParams(items[0])
+    )
+    found = [(c.from_.name, [r.start.line for r in c.from_ranges]) for c in calls]
+    assert found == [("first", [3])]
+    # a column past emoji is read in its own line, not in the one splitlines() puts there
+    callee = await ed.client.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(doc(sections), pos(text, "third()", ed.encoding))
+    )
+    assert callee is not None and [i.name for i in callee] == ["third"]
+    ed.close("pkg/sections.py")
     await still_answers(ed)
 
 

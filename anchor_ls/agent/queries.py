@@ -265,7 +265,8 @@ class Queries:
         lines = self._lines.get(relpath)
         if lines is None:
             data = self.index.source(relpath) or b""
-            lines = data.decode("utf-8", "replace").splitlines()
+            # the index counts lines by \n alone; splitlines() would also split at \f
+            lines = data.decode("utf-8", "replace").split("\n")
             self._lines[relpath] = lines
             if len(self._lines) > 256:
                 self._lines.popitem(last=False)

@@ -14,8 +14,7 @@ from lsprotocol import types
 
 from anchor_ls.server.positions import bytes_to_units
 
-# LSP line endings: \r\n, \n, \r. (str.splitlines also splits on \f, \x1c, U+2028, ...)
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # ends as positions.LINE_ENDING
 
 
 def split_lines(text: str) -> list[str]:

@@ -8,6 +8,7 @@ conversion lives here so that no other module counts characters.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -15,6 +16,10 @@ from lsprotocol import types
 UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value
 UTF32 = types.PositionEncodingKind.Utf32.value
+
+# LSP line endings: \r\n, \n, \r. str.splitlines also splits on \f, \v, \x1c, U+2028 and
+# more, which Python source may hold (form feeds between sections, in the stdlib too).
+LINE_ENDING = re.compile(r"\r\n|\r|\n")
 
 
 def _units(text: str, encoding: str) -> int:
@@ -55,7 +60,7 @@ def units_to_bytes(line: str, col: int, encoding: str) -> int:
 
 def text_lines(text: str) -> list[str]:
     """Lines of an editor buffer without their endings, as LSP counts them."""
-    return text.splitlines() or [""]
+    return LINE_ENDING.split(text)
 
 
 @dataclass(frozen=True, slots=True)

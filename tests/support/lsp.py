@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -64,9 +65,14 @@ def uri(path: Path) -> str:
     return from_fs_path(str(path)) or ""
 
 
+def lsp_lines(text: str) -> list[str]:
+    """Lines as LSP counts them (str.splitlines also splits at \f, U+2028, ...)."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
 def line_of(text: str, needle: str) -> int:
     """0-based line of the first line containing needle."""
-    for number, line in enumerate(text.splitlines()):
+    for number, line in enumerate(lsp_lines(text)):
         if needle in line:
             return number
     raise AssertionError(f"{needle!r} not in text")
@@ -85,7 +91,7 @@ def column(line: str, chars: int, encoding: str) -> int:
 def pos(text: str, needle: str, encoding: str, offset: int = 0) -> types.Position:
     """Position of the first occurrence of needle (plus offset characters) in the client's units."""
     number = line_of(text, needle)
-    line = text.splitlines()[number]
+    line = lsp_lines(text)[number]
     return types.Position(number, column(line, line.index(needle) + offset, encoding))
 
 
@@ -429,7 +435,7 @@ def expected_edges(kind: str) -> set[tuple[str, str]]:
 
 def offset_in(text: str, position: types.Position, encoding: str) -> int:
     """A client position as an index into text."""
-    lines = text.splitlines(keepends=True)
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", text)
     start = sum(len(line) for line in lines[: position.line])
     line = lines[position.line].rstrip("\r\n") if position.line < len(lines) else ""
     units = 0
