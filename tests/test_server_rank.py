@@ -52,7 +52,9 @@ async def test_hints_and_lenses_rank_and_count_test_callers_apart(
             titles.append(resolved.command.title)
             if resolved.command.title.endswith("tests"):
                 _uri, _position, locations = resolved.command.arguments  # type: ignore[misc]
-                assert len(locations) == CALLERS
+                # what the title counts, tests last: the click adds up as the title does
+                assert len(locations) == CALLERS + len(TESTS)
+                assert {loc["uri"] for loc in locations[CALLERS:]} == {ed.uri("tests/test_core.py")}
     assert titles == [f"{CALLERS} callers · {len(TESTS)} tests"]
 
 

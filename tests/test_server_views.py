@@ -139,15 +139,23 @@ async def test_lenses_count_and_locate_callers(ed: Editor) -> None:
     callers = callers_of(CHECKOUT)
     lens = lenses["callers"]
     assert lens.command is not None
-    tests = len(callers_of(CHECKOUT, tests=True)) - len(callers)  # counted apart, not listed
+    everyone = callers_of(CHECKOUT, tests=True)
+    tests = len(everyone) - len(callers)  # counted apart, listed after the callers
     assert tests and lens.command.title == f"{len(callers)} callers · {tests} tests"
     assert lens.command.command == "anchor.showLocations"
     doc_uri, position, locations = lens.command.arguments  # type: ignore[misc]
     assert doc_uri == ed.uri("pkg/service.py")
     assert position == {"line": line, "character": pos(text, "checkout", ed.encoding).character}
-    assert len(locations) == len(callers)
+
+    def rel_of(location: dict) -> str:
+        return location["uri"].split("/repo/", 1)[1]
+
+    files = [rel_of(location) for location in locations]
+    assert len(files) >= len(everyone)
+    assert {f for f in files[: len(callers)]} == {c.partition(":")[0] for c in callers}
+    assert {f for f in files[len(callers) :]} == {"tests/test_service.py"}
     for location in locations:
-        rel = location["uri"].split("/repo/", 1)[1]
+        rel = rel_of(location)
         rng = types.Range(
             types.Position(**location["range"]["start"]), types.Position(**location["range"]["end"])
         )

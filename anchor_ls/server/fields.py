@@ -58,7 +58,7 @@ SITE_KINDS: dict[str, tuple[str, ...]] = {
 def other_side_count(graph: Graph, field: str, entity_id: str) -> tuple[int, str]:
     """How many related ids the field leaves across the test boundary, and what views call
     them (`7 callers · 33 tests`; in test code, `· 2 outside tests`)."""
-    count = other_side(graph, field, entity_id)
+    count = len(other_side(graph, field, entity_id))
     if is_test_path(path_of(entity_id)):
         return count, "outside tests"
     return count, "test" if count == 1 else "tests"

@@ -24,7 +24,7 @@ from anchor_ls.server.folders import Folder
 from anchor_ls.server.hints import DEF_KINDS
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.settings import Settings
-from anchor_ls.tags.policy import FIELD_SPECS
+from anchor_ls.tags.policy import FIELD_SPECS, other_side
 
 SHOW_LOCATIONS = "anchor.showLocations"
 POSSIBLE_FIELD = "CALLED_BY"  # its lens adds the unresolved sites that may call
@@ -130,7 +130,8 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
     where = Locator(folder, encoding)
     ids = related(graph, policy, field, entity_id)
     other, other_noun = other_side_count(graph, field, entity_id)
-    found = _locations(graph, field, ids, entity, where)
+    # the click shows what the title counts: `7 callers · 33 tests` lists the tests after
+    found = _locations(graph, field, ids + other_side(graph, field, entity_id), entity, where)
     possible = _possible(graph, field, entity)
     for src, span in possible:  # after the callers, one click away as well
         path = path_of(src)

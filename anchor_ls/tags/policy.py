@@ -383,19 +383,19 @@ def tags_file(relpath: str, policy: ResolvedPolicy) -> bool:
     return policy.tests or not is_test_path(relpath)
 
 
-def other_side(graph: Graph, name: str, entity_id: str) -> int:
-    """How many related ids a field leaves out because they are across the test boundary
-    (test callers of production code are its TEST_REF, not its CALLED_BY): the count a view
-    shows next to the field's own, so that the two add up to every caller."""
+def other_side(graph: Graph, name: str, entity_id: str) -> list[str]:
+    """The related ids a field leaves out because they are across the test boundary (test
+    callers of production code are its TEST_REF, not its CALLED_BY): what a view counts
+    next to the field's own, so that the two add up to every caller."""
     spec = FIELD_SPECS.get(name)
     if spec is None:
-        return 0
+        return []
     in_tests = is_test_path(path_of(entity_id))
     if name == "CALLS_EXTERNAL" or (
         spec.kind != CALLS and not (name in _TEST_SIDE and not in_tests)
     ):
-        return 0
+        return []
     ids = graph.out(spec.kind, entity_id) if spec.forward else graph.into(spec.kind, entity_id)
     if spec.forward:
         ids = [i for i in ids if not is_external(i)]
-    return len(_on_side(ids, not in_tests))
+    return _on_side(ids, not in_tests)
