@@ -16,12 +16,13 @@ peak memory on Django < 400 MB.
 The library-aware index (issue #23) instead: cold builds of the djangorestframework sdist
 and of the Django sdist without an environment and with a venv holding Django 5.1.4
 (benchmarks/.data/django-5.1.4-env, made here), and of the Flask 3.1.0 sdist without and
-with a venv holding Werkzeug 3.1.3 (benchmarks/.data/werkzeug-3.1.3-env), in turn
---repeat times; then a warm start of each. Targets: the library work costs at most 30%
-more cold time and nothing on a warm start; the repository-internal graph is the same
-with and without the environment; DRF's APIView inherits ext:django.views.generic.base.View
-and its dispatch overrides View.dispatch; Flask's Request inherits Werkzeug's and its
-on_json_loading_failed overrides Werkzeug's.
+with a venv holding Werkzeug 3.1.3 and Flask's other dependencies, pinned
+(benchmarks/.data/flask-3.1.0-env), in turn --repeat times; then a warm start of each.
+Targets: the library work costs at most 30% more cold time and nothing on a warm start;
+the repository-internal graph is the same with and without the environment; DRF's
+APIView inherits ext:django.views.generic.base.View and its dispatch overrides
+View.dispatch; Flask's Request inherits Werkzeug's and its on_json_loading_failed
+overrides Werkzeug's.
 """
 
 import argparse

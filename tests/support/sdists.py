@@ -29,8 +29,20 @@ class Pair:
 
 
 DRF = Pair("djangorestframework==3.15.2", ("django==5.1.4",), "django-5.1.4-env")
-# MarkupSafe is Werkzeug's one dependency: pinned too, so the environment is the same anywhere
-FLASK = Pair("flask==3.1.0", ("werkzeug==3.1.3", "markupsafe==3.0.2"), "werkzeug-3.1.3-env")
+# Flask's dependencies as of its release (and theirs: MarkupSafe), all pinned, so the
+# environment is what a Flask user has, the same anywhere
+FLASK = Pair(
+    "flask==3.1.0",
+    (
+        "werkzeug==3.1.3",
+        "jinja2==3.1.4",
+        "itsdangerous==2.2.0",
+        "click==8.1.7",
+        "blinker==1.9.0",
+        "markupsafe==3.0.2",
+    ),
+    "flask-3.1.0-env",
+)
 
 
 def sdist_with_env(pair: Pair) -> tuple[Path, Path] | str:
