@@ -80,7 +80,8 @@ def test_drfs_own_graph_is_the_same_without_the_environment(drf: tuple[Path, Pat
 # Request(RequestBase)`, whose on_json_loading_failed and _load_form_data redefine
 # Werkzeug's; helpers.py: `from werkzeug.utils import redirect as _wz_redirect` called in
 # redirect, `from werkzeug.exceptions import abort as _wz_abort` called in abort;
-# json/tag.py calls werkzeug.http's http_date and parse_date; config.py import_string.
+# json/tag.py calls werkzeug.http's http_date and parse_date; config.py import_string;
+# the two methods call Werkzeug's through super().
 WRAPPERS = "src/flask/wrappers.py"
 WZ_REQUEST = "ext:werkzeug.wrappers.request.Request"
 WZ_RESPONSE = "ext:werkzeug.wrappers.response.Response"
@@ -90,6 +91,9 @@ FLASK_CALLS = {
     ("src/flask/json/tag.py:TagDateTime.to_json", "ext:werkzeug.http.http_date"),
     ("src/flask/json/tag.py:TagDateTime.to_python", "ext:werkzeug.http.parse_date"),
     ("src/flask/config.py:Config.from_object", "ext:werkzeug.utils.import_string"),
+    # `super().on_json_loading_failed(e)`, `super()._load_form_data()`: Werkzeug's
+    (f"{WRAPPERS}:Request.on_json_loading_failed", f"{WZ_REQUEST}.on_json_loading_failed"),
+    (f"{WRAPPERS}:Request._load_form_data", f"{WZ_REQUEST}._load_form_data"),
 }
 
 
