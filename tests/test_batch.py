@@ -367,8 +367,9 @@ def tagged_with(repo: Path, sha: str, python: Path, where: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.e2e
+@pytest.mark.parametrize("engine", ["pool", "ray"])
 def test_each_task_is_tagged_with_its_environment_as_tag_out_python_does(
-    tmp_path: Path,
+    tmp_path: Path, engine: str
 ) -> None:
     marks = tmp_path / "marks"
     repo, shas = library_repo(tmp_path / "src", marks)
@@ -398,6 +399,7 @@ def test_each_task_is_tagged_with_its_environment_as_tag_out_python_does(
     ]
     manifest = write_manifest(tmp_path / "m.jsonl", lines)
     out = tmp_path / "out"
+    extra = ["--ray"] if engine == "ray" else []
     done = anchor_ls(
         "batch",
         manifest,
@@ -409,6 +411,7 @@ def test_each_task_is_tagged_with_its_environment_as_tag_out_python_does(
         "2",
         "--cache",
         cache,
+        *extra,
         cwd=tmp_path,  # where "nowhere/python" is counted from
     )
     assert done.returncode == 1, done.stderr
@@ -427,7 +430,7 @@ def test_each_task_is_tagged_with_its_environment_as_tag_out_python_does(
         tmp_path / "again.jsonl",
         [{"id": "bare0", "repo": str(repo), "commit": shas[0], "python": str(bare)}],
     )
-    done = anchor_ls("batch", again, "--out", tmp_path / "out2", "--cache", cache)
+    done = anchor_ls("batch", again, "--out", tmp_path / "out2", "--cache", cache, *extra)
     assert done.returncode == 0, done.stderr
     assert tree_bytes(tmp_path / "out2" / "bare0" / "app") == tree_bytes(expected[0, "bare"])
     # the .venv inside every snapshot was never run: only the interpreters named were
