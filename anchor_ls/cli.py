@@ -403,7 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("batch", help="tagged snapshots of many (repository, commit) pairs")
-    p.add_argument("manifest", help='JSON Lines: {"id", "repo", "commit"} or {"id", "source"}')
+    p.add_argument(
+        "manifest",
+        help='JSON Lines: {"id", "repo", "commit"} or {"id", "source"}, optionally "policy", '
+        '"max_items", "cross_file", "tests", "python"',
+    )
     p.add_argument("--out", metavar="DIR", required=True, help="DIR/<id>/, DIR/results.jsonl")
     p.add_argument("--graph", action="store_true", help="also write DIR/<id>/graph.json")
     p.add_argument("--workers", type=int, metavar="N", help="processes (default: the cores)")
@@ -420,6 +424,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", metavar="DIR", help="index caches (default: the user cache)")
     p.add_argument("--work", metavar="DIR", help="scratch trees (default: the temp folder)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matches")
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter whose installed packages every task's index reads, as tag "
+        '--python (a manifest line\'s own "python" wins; default: the Python anchor-ls runs '
+        "in; an interpreter inside a snapshot is never run unless named)",
+    )
     p.set_defaults(func=cmd_batch)
     return parser
 

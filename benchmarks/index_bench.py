@@ -15,11 +15,14 @@ peak memory on Django < 400 MB.
 
 The library-aware index (issue #23) instead: cold builds of the djangorestframework sdist
 and of the Django sdist without an environment and with a venv holding Django 5.1.4
-(benchmarks/.data/django-5.1.4-env, made here), in turn --repeat times; then a warm start
-of each. Targets: the library work costs at most 30% more cold time and nothing on a
-warm start; the repository-internal graph is the same with and without the environment;
-DRF's APIView inherits ext:django.views.generic.base.View and its dispatch overrides
-View.dispatch.
+(benchmarks/.data/django-5.1.4-env, made here), and of the Flask 3.1.0 sdist without and
+with a venv holding Werkzeug 3.1.3 and Flask's other dependencies, pinned
+(benchmarks/.data/flask-3.1.0-env), in turn --repeat times; then a warm start of each.
+Targets: the library work costs at most 30% more cold time and nothing on a warm start;
+the repository-internal graph is the same with and without the environment; DRF's
+APIView inherits ext:django.views.generic.base.View and its dispatch overrides
+View.dispatch; Flask's Request inherits Werkzeug's and its on_json_loading_failed
+overrides Werkzeug's.
 """
 
 import argparse
@@ -39,17 +42,31 @@ import time
 from pathlib import Path
 from statistics import median
 
+# the sdists and environments of the real-code tests (tests/support/sdists.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.sdists import DRF, FLASK, sdist_with_env
+
 DATA = Path(__file__).resolve().parent / ".data"
 SDISTS = {"Django-5.1.4": "django==5.1.4", "pytest-8.3.4": "pytest==8.3.4"}
-DRF = "djangorestframework-3.15.2"
-ENV = DATA / "django-5.1.4-env"  # a venv with Django installed: the library environment
-DRF_FACTS = {  # (relation, source, target) the DRF corpus must have with the environment
-    ("inherits", "rest_framework/views.py:APIView", "ext:django.views.generic.base.View"),
-    (
-        "overrides",
-        "rest_framework/views.py:APIView.dispatch",
-        "ext:django.views.generic.base.View.dispatch",
-    ),
+# (relation, source, target) a corpus must have with its environment
+FACTS = {
+    "drf": [
+        ("inherits", "rest_framework/views.py:APIView", "ext:django.views.generic.base.View"),
+        (
+            "overrides",
+            "rest_framework/views.py:APIView.dispatch",
+            "ext:django.views.generic.base.View.dispatch",
+        ),
+    ],
+    "flask": [
+        ("inherits", "src/flask/wrappers.py:Request", "ext:werkzeug.wrappers.request.Request"),
+        (
+            "overrides",
+            "src/flask/wrappers.py:Request.on_json_loading_failed",
+            "ext:werkzeug.wrappers.request.Request.on_json_loading_failed",
+        ),
+        ("calls", "src/flask/helpers.py:redirect", "ext:werkzeug.utils.redirect"),
+    ],
 }
 RETURN_LINE = re.compile(rb"^([ \t]+)return\b", re.M)
 NEW_DEF = b"\n\ndef _bench_edit_fn():\n    return 1\n"
@@ -79,17 +96,12 @@ def fetch() -> None:
 
 
 def fetch_libraries() -> None:
-    """The DRF sdist and a venv with Django 5.1.4, when missing."""
-    if not (DATA / DRF).is_dir():
-        if not (DATA / f"{DRF}.tar.gz").is_file():
-            cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps"]
-            subprocess.run([*cmd, "djangorestframework==3.15.2", "-d", str(DATA)], check=True)
-        with tarfile.open(DATA / f"{DRF}.tar.gz") as tar:
-            tar.extractall(DATA, filter="data")
-    if not (ENV / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(ENV)], check=True)
-        pip = [str(ENV / "bin" / "python"), "-m", "pip", "install", "-q", "django==5.1.4"]
-        subprocess.run(pip, check=True)
+    """The DRF sdist with a venv holding Django, Flask's with one holding Werkzeug, when
+    missing (made as the tests make them)."""
+    for pair in (DRF, FLASK):
+        found = sdist_with_env(pair)
+        if isinstance(found, str):
+            raise SystemExit(found)
 
 
 def cpu() -> float:
@@ -146,7 +158,8 @@ def child_index(job: dict) -> dict:
         Path(job["graph_out"]).write_text(json.dumps(edges), encoding="utf-8")
         out["external_edges"] = sum(1 for e in graph.edges() if e.dst.startswith("ext:"))
         out["external_entities"] = len(graph.external_targets())
-        out["facts"] = sorted(list(f) for f in DRF_FACTS if f[2] in graph.out(f[0], f[1]))
+        facts = FACTS.get(job.get("corpus", ""), [])
+        out["facts"] = [f"{r} {s} -> {d}" for r, s, d in facts if d not in graph.out(r, s)]
     if job["mode"] == "warm":
         out["load"], out["first"], out["edits"] = reindex(index, job["big"])
     out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
@@ -309,10 +322,14 @@ def measure_libraries(args) -> None:
     cache (the first repository ever: every library file read, the interpreter asked);
     with one and the user cache another repository filled (library summaries shared).
     Then a warm start of each; the internal graphs compared; one table."""
-    python = str(ENV / "bin" / "python")
-    corpora_ = {"drf": str(DATA / DRF), "django": str(DATA / "Django-5.1.4")}
+    django_env = str(DATA / DRF.env / "bin" / "python")
+    corpora_ = {  # name -> (root, the python of its environment)
+        "drf": (str(DATA / DRF.folder), django_env),
+        "django": (str(DATA / "Django-5.1.4"), django_env),
+        "flask": (str(DATA / FLASK.folder), str(DATA / FLASK.env / "bin" / "python")),
+    }
     rows = []
-    for name, root in corpora_.items():
+    for name, (root, python) in corpora_.items():
         if args.only and name != args.only:
             continue
         print(f"[{name}] {args.repeat} x 3 cold builds, warm of each", file=sys.stderr)
@@ -326,7 +343,7 @@ def measure_libraries(args) -> None:
                 )  # fmt: skip
                 first = run_child(
                     "cold", root, (), f"{tmp}/env-{turn}", args, python=python,
-                    graph_out=f"{tmp}/env.json", xdg=user["env"],
+                    graph_out=f"{tmp}/env.json", xdg=user["env"], corpus=name,
                 )  # fmt: skip
                 shared = run_child(
                     "cold", root, (), f"{tmp}/shared-{turn}", args, python=python,
@@ -351,7 +368,7 @@ def measure_libraries(args) -> None:
         " | cold s with, library cache shared (cpu) | extra cold: nothing cached / shared,"
         " median turn [range] | warm s without | warm s with | external edges / entities"
         " | overrides without / with | unresolved without / with | internal graph identical"
-        " | DRF facts |"
+        " | facts (relations written by hand) |"
     )
     print("|" + "---|" * 13)
     verdicts = []
@@ -360,7 +377,8 @@ def measure_libraries(args) -> None:
         shared = sorted(s["secs"] / n["secs"] - 1 for n, _f, s in turns)
         n, f, sh = (middle([t[i] for t in turns]) for i in range(3))
         ns, fs = n["stats"], f["stats"]
-        facts = "-" if name != "drf" else ("all" if len(f["facts"]) == len(DRF_FACTS) else "MISS")
+        facts = "-" if name not in FACTS else ("; ".join(f["facts"]) or "all")
+        facts = facts if facts in ("-", "all") else f"MISSING {facts}"
 
         def spread(xs: list[float]) -> str:
             return f"{median(xs):+.0%}" + (f" [{xs[0]:+.0%}..{xs[-1]:+.0%}]" if len(xs) > 1 else "")
@@ -390,6 +408,8 @@ def measure_libraries(args) -> None:
             ),
             (name, "internal graph identical", str(same), same),
         ]
+        if name in FACTS:
+            verdicts.append((name, "the facts written by hand", facts, facts == "all"))
     print("\n| corpus | target | measured | PASS/MISS |\n|---|---|---|---|")
     for name, label, shown, ok in verdicts:
         print(f"| {name} | {label} | {shown} | {'PASS' if ok else 'MISS'} |")
@@ -410,7 +430,9 @@ def profile(name: str, args) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--only", help="one corpus: stdlib, django, django-pkg, pytest (drf, django)")
+    p.add_argument(
+        "--only", help="one corpus: stdlib, django, django-pkg, pytest (drf, django, flask)"
+    )
     p.add_argument("--skip-download", action="store_true", help="never run pip download")
     p.add_argument("--stdlib-tests", action="store_true", help="include the CPython test suite")
     p.add_argument("--workers", type=int, help="Index(workers=N); default: the Index default")

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.planted import marks_left, plant
+from support.library_env import APP, make_environment
+from support.planted import marks_left, plant, plant_interpreter
 
 from anchor_ls.batch.manifest import parse_lines
 
@@ -202,10 +203,15 @@ def test_bad_manifest_lines_are_rejected_with_the_reason_and_the_rest_kept() -> 
         json.dumps({"id": "extra", "source": "/s", "colour": "red"}),
         json.dumps({**good, "commit": "def"}),
         json.dumps({"id": "src", "source": "/s", "policy": "inv", "tests": True}),
+        json.dumps({"id": "py-empty", "source": "/s", "python": " "}),
+        json.dumps({"id": "py-number", "source": "/s", "python": 3}),
+        json.dumps({"id": "py", "source": "/s", "python": "env/bin/python"}),
     ]
     tasks, rejected = parse_lines(lines)
-    assert [(t.id, t.line) for t in tasks] == [("ok-1", 1), ("src", 14)]
+    assert [(t.id, t.line) for t in tasks] == [("ok-1", 1), ("src", 14), ("py", 17)]
     assert tasks[1].policy == "inv" and tasks[1].tests and tasks[1].source == "/s"
+    # counted from the working folder like the paths of the repository, never resolved
+    assert tasks[0].python is None and tasks[2].python == os.path.abspath("env/bin/python")
     why = {r.line: (r.id, r.error) for r in rejected}
     assert why[2] == ("line 2", why[2][1]) and "manifest line 2:" in why[2][1]
     assert "not a JSON object" in why[4][1]
@@ -218,6 +224,8 @@ def test_bad_manifest_lines_are_rejected_with_the_reason_and_the_rest_kept() -> 
     assert '"max_items"' in why[11][1]
     assert "unknown field(s) colour" in why[12][1]
     assert why[13] == ("ok-1", "manifest line 13: duplicate id (first on line 1)")
+    for line in (15, 16):
+        assert '"python" must be the path of an interpreter' in why[line][1]
     assert 3 not in why  # a blank line is no task and no error
 
 
@@ -313,6 +321,120 @@ def test_ray_snapshots_are_the_bytes_of_tag_out_per_commit(
     assert sorted(r["index"] for r in results(out)) == ["full"] * 2 + ["rebuilt"] * 4
     for n in range(len(shas)):
         assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n
+
+
+# ----- the environment: --python and a line's "python" -----------------------------
+
+
+def bare_environment(where: Path) -> Path:
+    """A virtual environment with no packages of its own; its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    return where / "bin" / "python"
+
+
+def library_repo(root: Path, marks: Path) -> tuple[Path, list[str]]:
+    """A repository (root/app) of fixtures/libraries' app, which subclasses and calls the
+    packages of its fake site-packages, at two commits; it commits a .venv whose python
+    leaves a mark in marks if anything runs it."""
+    repo = root / "app"
+    shutil.copytree(APP, repo, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    plant_interpreter(repo, marks)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "c0", "--date=1700000000 +0000")
+    views = repo / "shop" / "views.py"
+    views.write_text(
+        views.read_text("utf-8") + "\n\nclass PlainView(View):\n    def get(self, request):\n"
+        "        return self.dispatch(request)\n",
+        "utf-8",
+    )
+    _git(repo, "commit", "-q", "-am", "c1", "--date=1700000060 +0000")
+    return repo, [_git(repo, "rev-parse", "HEAD~1"), _git(repo, "rev-parse", "HEAD")]
+
+
+def tagged_with(repo: Path, sha: str, python: Path, where: Path) -> Path:
+    """`tag --out --python` of a tree `git archive` wrote for sha: where/app."""
+    tree = where / "tree" / "app"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", sha], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    done = anchor_ls("tag", tree, "--out", where / "out" / "app", "--python", python)
+    assert done.returncode == 0, done.stderr
+    return where / "out" / "app"
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+@pytest.mark.parametrize("engine", ["pool", "ray"])
+def test_each_task_is_tagged_with_its_environment_as_tag_out_python_does(
+    tmp_path: Path, engine: str
+) -> None:
+    marks = tmp_path / "marks"
+    repo, shas = library_repo(tmp_path / "src", marks)
+    libs = make_environment(tmp_path / "libs-env")  # the fake django, requests, fastjson
+    bare = bare_environment(tmp_path / "bare-env")
+    broken = tmp_path / "broken-python"
+    broken.write_text("#!/bin/sh\nexit 3\n", "utf-8")
+    broken.chmod(0o755)
+    expected = {
+        (n, env): tagged_with(repo, sha, python, tmp_path / f"ref-{n}-{env}")
+        for n, sha in enumerate(shas)
+        for env, python in (("libs", libs), ("bare", bare))
+    }
+    # the environment is in the tags: a base from the fake Django, or none
+    block = b"# BASE: ext:django.views.generic.base.View"
+    assert block in (expected[1, "libs"] / "shop" / "views.py").read_bytes()
+    assert block not in (expected[1, "bare"] / "shop" / "views.py").read_bytes()
+
+    cache = tmp_path / "cache"
+    lines: list[dict | str] = [
+        {"id": "libs0", "repo": str(repo), "commit": shas[0]},  # --python's
+        {"id": "libs1", "repo": str(repo), "commit": shas[1]},
+        {"id": "bare1", "repo": str(repo), "commit": shas[1], "python": str(bare)},
+        {"id": "missing", "repo": str(repo), "commit": shas[1], "python": "nowhere/python"},
+        {"id": "broken", "repo": str(repo), "commit": shas[0], "python": str(broken)},
+        {"id": "folder", "source": str(expected[0, "libs"].parent.parent / "tree" / "app")},
+    ]
+    manifest = write_manifest(tmp_path / "m.jsonl", lines)
+    out = tmp_path / "out"
+    extra = ["--ray"] if engine == "ray" else []
+    done = anchor_ls(
+        "batch",
+        manifest,
+        "--out",
+        out,
+        "--python",
+        libs,
+        "--workers",
+        "2",
+        "--cache",
+        cache,
+        *extra,
+        cwd=tmp_path,  # where "nowhere/python" is counted from
+    )
+    assert done.returncode == 1, done.stderr
+    assert "4 ok, 2 failed" in done.stdout
+    by_id = {r["id"]: r for r in results(out)}
+    assert by_id["missing"]["error"].startswith(f"python {tmp_path / 'nowhere' / 'python'}: ")
+    assert by_id["broken"]["error"].startswith(f"python {broken}: not a usable interpreter")
+    for ident, key in (("libs0", (0, "libs")), ("libs1", (1, "libs")), ("bare1", (1, "bare"))):
+        assert by_id[ident]["status"] == "ok"
+        assert tree_bytes(out / ident / "app") == tree_bytes(expected[key]), ident
+    assert tree_bytes(out / "folder" / "app") == tree_bytes(expected[0, "libs"])
+
+    # the same commit in the same cache with another environment: its own graph, not the
+    # one libs0 stored for that commit
+    again = write_manifest(
+        tmp_path / "again.jsonl",
+        [{"id": "bare0", "repo": str(repo), "commit": shas[0], "python": str(bare)}],
+    )
+    done = anchor_ls("batch", again, "--out", tmp_path / "out2", "--cache", cache, *extra)
+    assert done.returncode == 0, done.stderr
+    assert tree_bytes(tmp_path / "out2" / "bare0" / "app") == tree_bytes(expected[0, "bare"])
+    # the .venv inside every snapshot was never run: only the interpreters named were
+    assert marks_left(marks) == []
 
 
 # ----- failures, resumption ---------------------------------------------------------

@@ -24,14 +24,20 @@ SITE = FIXTURE / "site-packages"
 # Written by hand from fixtures/libraries: re-exports (django.views.generic, django.db
 # .models), an alias (`Manager = BaseManager`, `dumps = _dumps`), a compiled module with
 # only its stub (fastjson/_speedups), return annotations (Session.get -> Response), the
-# standard library (pathlib), and a package that is not installed (paymentgateway).
+# standard library (pathlib), a package that is not installed (paymentgateway), and
+# `super()` calls of what only a base from outside defines (views.py; mixins.py, where C3
+# puts the outside base of the repository's mixin before the class's own).
 EXPECTED_INHERITS = {
     ("shop/views.py:ArticleView", "ext:django.views.generic.base.View"),
     ("shop/views.py:HomeView", "ext:django.views.generic.base.TemplateView"),
     ("shop/views.py:SpecialArticleView", "shop/views.py:ArticleView"),
     ("shop/models.py:Article", "ext:django.db.models.base.Model"),
     ("shop/clients.py:FastEncoder", "ext:fastjson._speedups.Encoder"),
+    ("shop/mixins.py:RenderMixin", "ext:django.views.generic.base.TemplateResponseMixin"),
+    ("shop/mixins.py:RedirectingView", "shop/mixins.py:RenderMixin"),
+    ("shop/mixins.py:RedirectingView", "ext:django.views.generic.base.RedirectView"),
 }
+RENDER = "ext:django.views.generic.base.TemplateResponseMixin.render_to_response"
 EXPECTED_OVERRIDES = {
     ("shop/views.py:ArticleView.dispatch", "ext:django.views.generic.base.View.dispatch"),
     ("shop/views.py:SpecialArticleView.dispatch", "shop/views.py:ArticleView.dispatch"),
@@ -41,6 +47,7 @@ EXPECTED_OVERRIDES = {
     ),
     ("shop/models.py:Article.save", "ext:django.db.models.base.Model.save"),
     ("shop/clients.py:FastEncoder.encode", "ext:fastjson._speedups.Encoder.encode"),
+    ("shop/mixins.py:RedirectingView.render_to_response", RENDER),
 }
 EXPECTED_EXTERNAL_CALLS = {
     ("shop/views.py:ArticleView.get", "ext:pathlib.Path"),
@@ -50,6 +57,8 @@ EXPECTED_EXTERNAL_CALLS = {
     ("shop/clients.py:Client.__init__", "ext:requests.sessions.Session"),
     ("shop/clients.py:Client.fetch", "ext:requests.sessions.Session.get"),
     ("shop/clients.py:Client.fetch", "ext:requests.models.Response.json"),
+    ("shop/views.py:ArticleView.dispatch", "ext:django.views.generic.base.View.dispatch"),
+    ("shop/mixins.py:RedirectingView.render_to_response", RENDER),
 }
 # ext id -> (file under the fake site-packages, or None for the standard library; line)
 EXPECTED_PLACES = {
@@ -108,6 +117,17 @@ def test_bases_overrides_and_calls_reach_one_step_into_the_libraries(tmp_path: P
         "ext:requests.sessions.Session": "constructor",
         "ext:requests.sessions.Session.get": "attribute",
         "ext:requests.models.Response.json": "flow",  # a return value's method
+    }
+    supers = ("shop/views.py:ArticleView.dispatch", "shop/mixins.py:RedirectingView")
+    assert {
+        (e["src"], e["dst"]): e.get("via")
+        for e in data["edges"]
+        if e["kind"] == "calls" and e["src"].startswith(supers)
+    } == {
+        ("shop/views.py:ArticleView.dispatch", "ext:django.views.generic.base.View.dispatch"): (
+            "super"
+        ),
+        ("shop/mixins.py:RedirectingView.render_to_response", RENDER): "super",
     }
     assert "ext" not in index.graph.files()
 

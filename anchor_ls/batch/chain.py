@@ -39,7 +39,7 @@ import platformdirs
 from anchor_ls.agent.freshness import Freshness
 from anchor_ls.batch import gittree
 from anchor_ls.batch.manifest import Task
-from anchor_ls.index import Index
+from anchor_ls.index import EnvironmentProblem, Index
 from anchor_ls.tags import commands
 from anchor_ls.tags.apply import Reuse, TagError
 
@@ -151,6 +151,7 @@ class _Step:
         self.index: Index | None = None
         self.fresh: Freshness | None = None
         self.reuse = Reuse()  # the last snapshot written, for the next to copy from
+        self.python: str | None = None  # the environment of the index (Task.python)
 
     def reset(self) -> None:
         self.reuse.forget()
@@ -182,6 +183,7 @@ class _Step:
             cache_dir=cache_folder(self.settings, repo),
             exclude=self.settings.exclude,
             workers=1,
+            python=self.python,
         )
         self.fresh = Freshness(self.index, watch=False)
         self.fresh.build()
@@ -253,6 +255,9 @@ def _one(task: Task, step: _Step, sha: str | None, settings: Settings) -> dict[s
         if task.source is not None:
             return _from_source(task, settings, start)
         assert task.repo is not None and sha is not None
+        if task.python != step.python:  # another environment: another index
+            step.reset()
+            step.python = task.python
         how, reindexed = step.to_commit(task.repo, sha)
         assert step.index is not None and step.root is not None
         figures = _export(task, step.index, step.root.name, settings, step.reuse)
@@ -274,7 +279,11 @@ def _from_source(task: Task, settings: Settings, start: float) -> dict[str, Any]
     if not root.is_dir():
         raise NotADirectoryError(f"source {task.source}: no such folder")
     index = Index(
-        root, cache_dir=cache_folder(settings, str(root)), exclude=settings.exclude, workers=1
+        root,
+        cache_dir=cache_folder(settings, str(root)),
+        exclude=settings.exclude,
+        workers=1,
+        python=task.python,
     )
     try:
         index.build()
@@ -353,7 +362,8 @@ def _peak_mb() -> int:
 
 
 def _error_text(err: BaseException) -> str:
-    if isinstance(err, (TaskTimeout, gittree.GitError, TagError, FileExistsError)):
+    known = (TaskTimeout, gittree.GitError, TagError, FileExistsError, EnvironmentProblem)
+    if isinstance(err, known):  # messages that say what failed: "python PATH: ..."
         return str(err)
     if isinstance(err, OSError):
         return f"{err.filename or ''}: {err.strerror or err}".lstrip(": ")

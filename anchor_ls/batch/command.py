@@ -8,6 +8,7 @@ Exit codes: 0 every task ok (or already done), 1 some failed (see results.jsonl)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -33,10 +34,15 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--timeout must be a positive number of seconds")
     if args.chain_size is not None and args.chain_size < 1:
         return _fail("--chain-size must be at least 1")
+    if args.python is not None and not args.python.strip():
+        return _fail("--python must be the path of an interpreter")
     try:
         tasks, rejected = read_manifest(args.manifest)
     except ManifestError as err:
         return _fail(str(err))
+    if args.python is not None:  # a line's own "python" wins
+        default = os.path.abspath(args.python)
+        tasks = [t if t.python else dataclasses.replace(t, python=default) for t in tasks]
     out = Path(os.path.abspath(args.out))
     if out.exists() and not out.is_dir():
         return _fail(f"output {out} exists and is not a folder")

@@ -15,7 +15,9 @@ from typing import Any
 POLICIES = ("auto", "topo", "inv", "dense")
 MAX_ID_LENGTH = 200
 _ID_FORBIDDEN = frozenset('/\\\0:*?"<>|')
-_KNOWN = frozenset({"id", "repo", "commit", "source", "policy", "max_items", "cross_file", "tests"})
+_KNOWN = frozenset(
+    {"id", "repo", "commit", "source", "policy", "max_items", "cross_file", "tests", "python"}
+)
 
 
 class ManifestError(Exception):
@@ -35,6 +37,9 @@ class Task:
     max_items: int = 8
     cross_file: bool = False
     tests: bool = False
+    # the interpreter whose packages the index reads, as `tag --python` (None: the one
+    # anchor-ls runs in); `batch --python` gives it to the lines that name none
+    python: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +52,7 @@ class Task:
             "max_items": self.max_items,
             "cross_file": self.cross_file,
             "tests": self.tests,
+            "python": self.python,
         }
 
 
@@ -110,6 +116,12 @@ def _task(raw: Any, line: int) -> Task:
     for flag in ("cross_file", "tests"):
         if not isinstance(raw.get(flag, False), bool):
             raise ValueError(f'"{flag}" must be true or false')
+    if "python" in raw:
+        python = raw["python"]
+        if not isinstance(python, str) or not python.strip():
+            raise ValueError('"python" must be the path of an interpreter (a non-empty string)')
+        # not resolved: a venv's python is a link to the base one, whose packages differ
+        fields["python"] = os.path.abspath(python)
     return Task(
         id=raw["id"],
         line=line,

@@ -31,21 +31,22 @@ def _commit_order(repo: str, tasks: list[Task]) -> list[Task]:
 def chains(tasks: Sequence[Task], slots: int, chain_size: int | None = None) -> list[Chain]:
     """Chains of at most chain_size tasks (default: as many as fill `slots` workers,
     ceil(tasks / slots)), longest first so that the long ones start first."""
-    by_repo: dict[str, list[Task]] = {}
+    by_repo: dict[tuple[str, str | None], list[Task]] = {}
     single: list[Chain] = []
     for task in tasks:
         if task.repo is None:
             single.append(Chain(f"source:{task.id}", (task,)))
-        else:
-            by_repo.setdefault(os.path.realpath(task.repo), []).append(task)
+        else:  # a chain keeps one index: one environment
+            by_repo.setdefault((os.path.realpath(task.repo), task.python), []).append(task)
     limit = chain_size or max(1, math.ceil(len(tasks) / max(1, slots)))
     out: list[Chain] = []
-    for repo, items in by_repo.items():
+    for (repo, python), items in by_repo.items():
         ordered = _commit_order(repo, items) if gittree.repository_problem(repo) is None else items
         parts = math.ceil(len(ordered) / limit)
         size = math.ceil(len(ordered) / parts)  # even parts: 9 in 2 is 5 + 4, not 8 + 1
         for n, start in enumerate(range(0, len(ordered), size)):
-            out.append(Chain(f"{repo}#{n}", tuple(ordered[start : start + size])))
+            key = f"{repo}#{n}" if python is None else f"{repo}@{python}#{n}"
+            out.append(Chain(key, tuple(ordered[start : start + size])))
     out.extend(single)
     out.sort(key=lambda c: -len(c.tasks))
     return out

@@ -312,13 +312,41 @@ def _container_kind(values: Values) -> str | None:
 
 
 def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
+    """`super().name` in cls: what the MRO after cls binds to name; where no class of the
+    repository does, the name on the first base from outside (`super().dispatch()` under
+    `class ArticleView(View)` is `View.dispatch`, for the library-aware index to find)."""
     out: set[Value] = set()
     for v in in_order(class_attr(db, cls, name, bound=True, start=1)):
         if isinstance(v, Function) and _is_property(db, v):
             out |= _read_property(db, v, ctx)
         else:
             out.add(v)
+    if not out:
+        outside = first_outside_base(db, cls)
+        if outside is not None:
+            out.add(External(f"{outside.dotted}.{name}"))
     return frozenset(out)
+
+
+def first_outside_base(db: BinderState, cls: tuple[str, int]) -> External | None:
+    """The first base from outside the repository in cls's MRO, C3 over the repository's
+    classes with each base from outside taken as a class without bases: in `class
+    C(Mixin, Base)`, `class Mixin(LibMixin)`, LibMixin before Base."""
+    if not any(
+        isinstance(v, External) for c in mro(db, cls) for v in class_bases(db, c)
+    ):  # the common case, answered from the MRO the binder keeps
+        return None
+
+    def bases(node: tuple[str, int] | External) -> list[tuple[str, int] | External]:
+        if isinstance(node, External):
+            return []
+        found = class_bases(db, node)
+        return [
+            v.scope if isinstance(v, Class) else v for v in found if isinstance(v, Class | External)
+        ]
+
+    order = mro_of(cls, bases, {}, set())
+    return next((n for n in order if isinstance(n, External)), None)
 
 
 def tables(db: BinderState) -> ClassTables:
