@@ -500,8 +500,10 @@ class Graph:
         Each file: (relpath, edges, sites[, via, missed]) as replace_file_edges takes them.
         ordered: as a snapshot stores them, each file's edges without repeats and its
         spans sorted (and via a byte per edge in their order)."""
-        out: dict[str, dict[str, list[str]]] = defaultdict(dict)
-        inn: dict[str, dict[str, list[str]]] = defaultdict(dict)
+        # key -> its one end, or a list of them: most keys have one (a list each, all held
+        # until every tuple was made, was 2.4 MB of Django's cold peak)
+        out: dict[str, dict[str, str | list[str]]] = defaultdict(dict)
+        inn: dict[str, dict[str, str | list[str]]] = defaultdict(dict)
         for relpath, edges, sites, *more in by_file:
             new = tuple(edges) if ordered else tuple(frozenset(edges))
             if new:
@@ -511,23 +513,16 @@ class Graph:
             if more and more[1]:
                 self._put_missed(self._part(relpath), more[1])
             for kind, src, dst in new:
-                ends = out[kind].get(src)
-                if ends is None:
-                    out[kind][src] = [dst]
-                else:
-                    ends.append(dst)
-                ends = inn[kind].get(dst)
-                if ends is None:
-                    inn[kind][dst] = [src]
-                else:
-                    ends.append(src)
+                _add_end(out[kind], src, dst)
+                _add_end(inn[kind], dst, src)
             self._put_sites(sites, ordered)
         for forward, grown in ((True, out), (False, inn)):
-            for kind, lists in grown.items():
-                for key, ends in lists.items():
+            for kind, ends_of in grown.items():
+                for key in list(ends_of):
+                    ends = ends_of.pop(key)  # freed as its tuple is made
                     part = self._part(key.partition(":")[0])
                     adjacency = (part.out if forward else part.inn).setdefault(kind, {})
-                    adjacency[key] = (ends[0],) if len(ends) == 1 else tuple(sorted(set(ends)))
+                    adjacency[key] = (ends,) if type(ends) is str else tuple(sorted(set(ends)))
 
     def replace_file_bases(self, relpath: str, order: dict[str, tuple[str, ...]]) -> None:
         """Swap the declared order of the bases of one file's classes (those with two or
@@ -578,6 +573,16 @@ class Graph:
                 table[key] = tuple(sorted(now))
             else:
                 table.pop(key, None)
+
+
+def _add_end(table: dict[str, str | list[str]], key: str, end: str) -> None:
+    found = table.get(key)
+    if found is None:
+        table[key] = end
+    elif type(found) is str:
+        table[key] = [found, end]
+    else:
+        found.append(end)
 
 
 @dataclass(frozen=True, slots=True)
