@@ -119,7 +119,7 @@ class _Part:
         self.inn: dict[str, dict[str, tuple[str, ...]]] = {}
         # edge (its src of this file) -> where in this file it is made (call sites,
         # references, reads).
-        self.sites: dict[Edge, Sequence[Span]] = {}
+        self.sites: dict[Edge, Sequence[Span] | Span] = {}  # see _spans
         # the edges whose facts come from this file's source
         self.edges: tuple[Edge, ...] = ()
         # class id -> its inherits targets in the order its class statement lists them (C3
@@ -270,7 +270,7 @@ class Graph:
     def sites(self, src: str, dst: str, kind: str = CALLS) -> list[Span]:
         """Where in src's file the edge is made: its call sites, references or reads."""
         part = self._parts.get(path_of(src))
-        return list(part.sites.get(Edge(kind, src, dst), ())) if part is not None else []
+        return list(_spans(part.sites.get(Edge(kind, src, dst), ()))) if part is not None else []
 
     def via(self, src: str, dst: str) -> str | None:
         """How the binder found the call edge src -> dst (anchor_ls.index.via), or None."""
@@ -487,7 +487,8 @@ class Graph:
 
     def _put_sites(self, sites: dict[Edge, Sequence[Span]], ordered: bool) -> None:
         for key, spans in sites.items():
-            self._part(path_of(key[1])).sites[key] = spans if ordered else tuple(sorted(set(spans)))
+            held = spans if ordered else tuple(sorted(set(spans)))
+            self._part(path_of(key[1])).sites[key] = held[0] if len(held) == 1 else held
 
     def load_edges(
         self,
@@ -548,7 +549,7 @@ class Graph:
         out: dict[Edge, Sequence[Span]] = {}
         for edge in part.edges:
             src_part = parts.get(path_of(edge.src))
-            found = src_part.sites.get(edge) if src_part is not None else None
+            found = _spans(src_part.sites.get(edge, ())) if src_part is not None else None
             if found:
                 out[edge] = found
         return out
@@ -573,6 +574,12 @@ class Graph:
                 table[key] = tuple(sorted(now))
             else:
                 table.pop(key, None)
+
+
+def _spans(held: Sequence[Span] | Span) -> Sequence[Span]:
+    """A part's sites entry as its spans: an edge made at one span keeps the span itself
+    (most are; a tuple around each was 4 MB of Django's graph)."""
+    return (held,) if held and type(held[0]) is int else held  # type: ignore[return-value]
 
 
 def _add_end(table: dict[str, str | list[str]], key: str, end: str) -> None:
