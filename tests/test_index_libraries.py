@@ -265,3 +265,37 @@ def test_a_class_that_an_edit_puts_below_a_library_class_gets_its_overrides(
         index.graph.to_json(), "overrides"
     )
     assert index.graph.to_json() == build(app, fake_environment(), use_cache=False).graph.to_json()
+
+
+def test_a_library_file_is_kept_as_an_outline_of_what_names_lead_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Following a name needs a library scope's place, bases, return annotation and the
+    bindings of modules and classes: nothing of parameters or function bodies is kept
+    (Django's environment held 25 MB of them). A build from the cached outlines gives the
+    graph of a build that read the files."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    app = copy_app(tmp_path)
+    first = build(app, fake_environment(), cache_dir=tmp_path / "c1")
+    externals = first.externals
+    assert externals is not None
+    module = externals.module("django.views.generic.base")
+    assert module is not None
+    outline = externals.summary(module)
+    assert outline is not None
+    scopes = {scope.qualname: scope for scope in outline.scopes}
+    assert [b.name for b in scopes["View"].bindings] == [
+        "http_method_names",
+        "__init__",
+        "setup",
+        "dispatch",
+    ]
+    assert (scopes["View.dispatch"].line, scopes["View.dispatch"].end_line) == (10, 12)
+    assert scopes["View.dispatch"].bindings == ()  # `handler = ...` is the body's
+    assert not hasattr(scopes["View.dispatch"], "params")
+    assert not hasattr(scopes["View.dispatch"], "calls")
+    expected = first.graph.to_json()
+    first.close()
+    again = build(app, fake_environment(), cache_dir=tmp_path / "c2")  # outlines cached
+    assert again.stats().reparsed == len(again.graph.files())
+    assert again.graph.to_json() == expected

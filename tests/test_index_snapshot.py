@@ -105,3 +105,26 @@ def test_a_reader_sees_the_whole_old_graph_while_a_rebuild_runs(index: Index) ->
     assert after.generation > before.generation
     assert "pkg/service.py:audit" in after.graph.entities
     assert "pkg/service.py:audit" not in before.graph.entities
+
+
+def test_an_edge_made_at_one_span_or_at_several_answers_its_spans() -> None:
+    """Most edges are made at one span, which the graph keeps without a tuple around it:
+    every reader still gets the spans, sorted and without repeats, after a load, an edit
+    and in a frozen copy."""
+    from anchor_ls.index.model import Edge
+
+    graph = Graph("/repo")
+    once, twice = Edge(CALLS, "a.py:f", "b.py:g"), Edge(CALLS, "a.py:f", "b.py:h")
+    spans = {once: [(1, 2, 1, 5)], twice: [(4, 0, 4, 3), (2, 0, 2, 3), (4, 0, 4, 3)]}
+    graph.load_edges([("a.py", [once, twice], spans)])
+    assert graph.sites("a.py:f", "b.py:g") == [(1, 2, 1, 5)]
+    assert graph.sites("a.py:f", "b.py:h") == [(2, 0, 2, 3), (4, 0, 4, 3)]
+    assert graph.file_sites("a.py") == {once: ((1, 2, 1, 5),), twice: ((2, 0, 2, 3), (4, 0, 4, 3))}
+    frozen = graph.frozen()
+    graph.replace_file_edges(
+        "a.py", [once, twice], {once: [(7, 0, 7, 1), (6, 0, 6, 1)], twice: [(9, 0, 9, 1)]}
+    )
+    assert graph.file_sites("a.py") == {once: ((6, 0, 6, 1), (7, 0, 7, 1)), twice: ((9, 0, 9, 1),)}
+    assert graph.sites("a.py:f", "b.py:h") == [(9, 0, 9, 1)]
+    assert frozen.sites("a.py:f", "b.py:g") == [(1, 2, 1, 5)]
+    assert graph.sites("a.py:f", "b.py:nothing") == []

@@ -49,3 +49,53 @@ def test_warm_start_then_edit_matches_a_fresh_build(tmp_path: Path) -> None:
     fresh = Index(root, use_cache=False)
     fresh.build()
     assert warm.graph.to_json() == fresh.graph.to_json()
+
+
+def _ids_held_once(index: Index, files: list[str]) -> list[tuple[str, str]]:
+    """The call edges of files whose target is not the string its entity holds: a copy."""
+    graph = index.graph
+    copies = []
+    for rel in files:
+        for ent in graph.file_entities(rel):
+            for dst in graph.out(CALLS, ent.id):
+                target = graph.entity(dst)
+                if target is not None and target.id is not dst:
+                    copies.append((ent.id, dst))
+    return copies
+
+
+def test_a_warm_start_holds_each_id_once_as_a_cold_build_does(tmp_path: Path) -> None:
+    """Each file's part of the cached graph is a pickle of its own, with its own copy of the
+    ids its edges lead to: a warm start makes them one string again (so does the resolution
+    state loaded for the first edit), and it gives the cold build's sites."""
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls"))
+    cache = tmp_path / "cache"
+    cold = Index(root, cache_dir=cache)
+    cold.build()
+    files = cold.graph.files()
+    across = [
+        (ent.id, dst)
+        for rel in files
+        for ent in cold.graph.file_entities(rel)
+        for dst in cold.graph.out(CALLS, ent.id)
+        if dst.partition(":")[0] != rel and cold.graph.entity(dst) is not None
+    ]
+    assert across  # calls into other files: their ids come from those files' parts
+    assert _ids_held_once(cold, files) == []
+    cold.close()
+
+    warm = Index(root, cache_dir=cache)
+    assert warm.build().reparsed == 0
+    assert _ids_held_once(warm, files) == []
+    assert {rel: warm.graph.file_sites(rel) for rel in files} == {
+        rel: cold.graph.file_sites(rel) for rel in files
+    }
+    # a new call into another file: its target's id comes from the state loaded for it
+    service = root / "pkg" / "service.py"
+    text = service.read_text(encoding="utf-8") + "\n\ndef later(item):\n    return price_of(item)\n"
+    warm.update_file("pkg/service.py", text)
+    [called] = warm.graph.out(CALLS, "pkg/service.py:later")
+    assert called == "pkg/pricing.py:price_of"
+    assert called is warm.graph.entity(called).id  # type: ignore[union-attr]
+    warm.close()

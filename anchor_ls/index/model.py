@@ -119,7 +119,7 @@ class _Part:
         self.inn: dict[str, dict[str, tuple[str, ...]]] = {}
         # edge (its src of this file) -> where in this file it is made (call sites,
         # references, reads).
-        self.sites: dict[Edge, Sequence[Span]] = {}
+        self.sites: dict[Edge, Sequence[Span] | Span] = {}  # see _spans
         # the edges whose facts come from this file's source
         self.edges: tuple[Edge, ...] = ()
         # class id -> its inherits targets in the order its class statement lists them (C3
@@ -270,7 +270,7 @@ class Graph:
     def sites(self, src: str, dst: str, kind: str = CALLS) -> list[Span]:
         """Where in src's file the edge is made: its call sites, references or reads."""
         part = self._parts.get(path_of(src))
-        return list(part.sites.get(Edge(kind, src, dst), ())) if part is not None else []
+        return list(_spans(part.sites.get(Edge(kind, src, dst), ()))) if part is not None else []
 
     def via(self, src: str, dst: str) -> str | None:
         """How the binder found the call edge src -> dst (anchor_ls.index.via), or None."""
@@ -487,7 +487,8 @@ class Graph:
 
     def _put_sites(self, sites: dict[Edge, Sequence[Span]], ordered: bool) -> None:
         for key, spans in sites.items():
-            self._part(path_of(key[1])).sites[key] = spans if ordered else tuple(sorted(set(spans)))
+            held = spans if ordered else tuple(sorted(set(spans)))
+            self._part(path_of(key[1])).sites[key] = held[0] if len(held) == 1 else held
 
     def load_edges(
         self,
@@ -500,8 +501,10 @@ class Graph:
         Each file: (relpath, edges, sites[, via, missed]) as replace_file_edges takes them.
         ordered: as a snapshot stores them, each file's edges without repeats and its
         spans sorted (and via a byte per edge in their order)."""
-        out: dict[str, dict[str, list[str]]] = defaultdict(dict)
-        inn: dict[str, dict[str, list[str]]] = defaultdict(dict)
+        # key -> its one end, or a list of them: most keys have one (a list each, all held
+        # until every tuple was made, was 2.4 MB of Django's cold peak)
+        out: dict[str, dict[str, str | list[str]]] = defaultdict(dict)
+        inn: dict[str, dict[str, str | list[str]]] = defaultdict(dict)
         for relpath, edges, sites, *more in by_file:
             new = tuple(edges) if ordered else tuple(frozenset(edges))
             if new:
@@ -511,23 +514,16 @@ class Graph:
             if more and more[1]:
                 self._put_missed(self._part(relpath), more[1])
             for kind, src, dst in new:
-                ends = out[kind].get(src)
-                if ends is None:
-                    out[kind][src] = [dst]
-                else:
-                    ends.append(dst)
-                ends = inn[kind].get(dst)
-                if ends is None:
-                    inn[kind][dst] = [src]
-                else:
-                    ends.append(src)
+                _add_end(out[kind], src, dst)
+                _add_end(inn[kind], dst, src)
             self._put_sites(sites, ordered)
         for forward, grown in ((True, out), (False, inn)):
-            for kind, lists in grown.items():
-                for key, ends in lists.items():
+            for kind, ends_of in grown.items():
+                for key in list(ends_of):
+                    ends = ends_of.pop(key)  # freed as its tuple is made
                     part = self._part(key.partition(":")[0])
                     adjacency = (part.out if forward else part.inn).setdefault(kind, {})
-                    adjacency[key] = (ends[0],) if len(ends) == 1 else tuple(sorted(set(ends)))
+                    adjacency[key] = (ends,) if type(ends) is str else tuple(sorted(set(ends)))
 
     def replace_file_bases(self, relpath: str, order: dict[str, tuple[str, ...]]) -> None:
         """Swap the declared order of the bases of one file's classes (those with two or
@@ -553,7 +549,7 @@ class Graph:
         out: dict[Edge, Sequence[Span]] = {}
         for edge in part.edges:
             src_part = parts.get(path_of(edge.src))
-            found = src_part.sites.get(edge) if src_part is not None else None
+            found = _spans(src_part.sites.get(edge, ())) if src_part is not None else None
             if found:
                 out[edge] = found
         return out
@@ -578,6 +574,22 @@ class Graph:
                 table[key] = tuple(sorted(now))
             else:
                 table.pop(key, None)
+
+
+def _spans(held: Sequence[Span] | Span) -> Sequence[Span]:
+    """A part's sites entry as its spans: an edge made at one span keeps the span itself
+    (most are; a tuple around each was 4 MB of Django's graph)."""
+    return (held,) if held and type(held[0]) is int else held  # type: ignore[return-value]
+
+
+def _add_end(table: dict[str, str | list[str]], key: str, end: str) -> None:
+    found = table.get(key)
+    if found is None:
+        table[key] = end
+    elif type(found) is str:
+        table[key] = [found, end]
+    else:
+        found.append(end)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from anchor_ls import __version__
-from anchor_ls.index.model import Edge, Entity, Graph
+from anchor_ls.index.model import EXTERNAL, Edge, Entity, Graph
 from anchor_ls.index.state import FileFacts
 
 # cache part names: a prefix, then the relpath
@@ -68,7 +68,7 @@ def cache_rows(
     for rel in paths:
         edges = sorted(graph.file_edges(rel))
         made = graph.file_sites(rel)
-        sites = {tuple(e): made[e] for e in edges if e in made}
+        sites = [made.get(e, ()) for e in edges]  # each edge's spans, in the edges' order
         entities = [astuple_entity(e) for e in graph.file_entities(rel)]
         bases = graph.file_bases(rel)
         codes = graph.file_via_map(rel)
@@ -82,24 +82,48 @@ def cache_rows(
         yield PASSED + rel, dump(per_scope)
 
 
-def restore_graph(root: str, paths: list[str], parts: Mapping[str, memoryview]) -> Graph | None:
-    """The graph cache_rows stored for paths; None when a part is missing or damaged."""
+def restore_graph(
+    root: str, paths: list[str], parts: Mapping[str, memoryview], external: Iterable[tuple] = ()
+) -> Graph | None:
+    """The graph cache_rows stored for paths, with the external entities (as
+    astuple_entity gives them); None when a part is missing or damaged.
+
+    Each file's part is a pickle of its own, with its own copy of every id its edges
+    lead to in other files: the ids are made one string each again (an entity's, or the
+    first met), and sites are keyed by the edges themselves (both held twice, Django's
+    warm start held 30 MB more graph than its cold build)."""
     graph = Graph(root)
     try:
         files = {rel: pickle.loads(parts[GRAPH + rel]) for rel in paths}
     except Exception:  # parts missing or damaged: build afresh
         return None
-    # tuple.__new__ makes the hundreds of thousands of edges at half the cost of their
-    # constructor; sites stay keyed by plain tuples, equal to their edges
-    make = tuple.__new__
+    one: dict[str, str] = {}
+    outside = [Entity(*e) for e in external]
+    for ent in outside:
+        one[ent.id] = ent.id
+    graph.replace_file_entities(EXTERNAL, outside)
     for rel, (entities, _edges, _sites, bases, _via, _missed) in files.items():
-        graph.replace_file_entities(rel, [Entity(*e) for e in entities])
+        made = [Entity(*e) for e in entities]
+        for ent in made:
+            one[ent.id] = ent.id
+        graph.replace_file_entities(rel, made)
         graph.replace_file_bases(rel, bases)
-    graph.load_edges(
-        (
-            (rel, [make(Edge, e) for e in edges], sites, via, missed)
-            for rel, (_entities, edges, sites, _bases, via, missed) in files.items()
-        ),
-        ordered=True,
-    )
+    graph.load_edges((_file_edges(rel, *files.pop(rel), one) for rel in paths), ordered=True)
     return graph
+
+
+def _file_edges(
+    rel: str,
+    _entities: list,
+    edges: list[tuple[str, str, str]],
+    sites: list[tuple],
+    _bases: dict,
+    via: bytes,
+    missed: bytes,
+    one: dict[str, str],
+) -> tuple:
+    """One file's edges as load_edges takes them, each id the one string of it (tuple.__new__
+    makes the hundreds of thousands of edges at half the cost of their constructor)."""
+    make, same = tuple.__new__, one.setdefault
+    made = [make(Edge, (kind, same(src, src), same(dst, dst))) for kind, src, dst in edges]
+    return rel, made, {e: spans for e, spans in zip(made, sites, strict=True) if spans}, via, missed

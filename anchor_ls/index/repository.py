@@ -26,7 +26,6 @@ from anchor_ls.index.model import (
     EXTERNAL,
     INHERITS,
     OVERRIDES,
-    Entity,
     Graph,
     Snapshot,
     path_of,
@@ -661,10 +660,9 @@ class Index(Invalidation):
         paths = state["paths"]
         if not _unchanged(state.get("libraries", {})):
             return False
-        graph = restore_graph(str(self.root), paths, parts)
+        graph = restore_graph(str(self.root), paths, parts, state.get("external", ()))
         if graph is None:
             return False
-        graph.replace_file_entities(EXTERNAL, [Entity(*e) for e in state.get("external", ())])
         self._method_names = None  # counted for this graph when an edit first asks
         self._graph = graph
         self._publish(rebuilt=True)
@@ -717,7 +715,10 @@ class Index(Invalidation):
         self.binder.set_files(summaries, self.root.name, self.roots)
         self.binder.restore_passed(contrib)
         self._facts = facts
-        self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
+        # the ids the restored graph holds, one string each: 5 MB on Django made again
+        one = {ident: ident for ident in self._graph.entities}
+        self._ids = {p: [one.get(i, i) for i in factlib.scope_ids(s)] for p, s in summaries.items()}
+        del one
         self.binder.warm()
         if self._method_names is None:
             self._counted_method_names()

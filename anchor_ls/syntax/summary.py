@@ -413,8 +413,8 @@ def pack_bodies(summary: FileSummary) -> FileSummary:
             scope.calls = scope.attr_reads = scope.uses = ()
             for name in _GROWN:  # done growing: tuples are smaller, and most are the empty one
                 setattr(scope, name, tuple(_shared_items(getattr(scope, name), seen)))
-            scope.returns = _shared(scope.returns, seen)
-            scope.metaclass = _shared(scope.metaclass, seen)
+            scope.returns = shared_expression(scope.returns, seen)
+            scope.metaclass = shared_expression(scope.metaclass, seen)
     return summary
 
 
@@ -425,19 +425,23 @@ def _shared_items(items: Sequence[Any], seen: dict[tuple, tuple]) -> Sequence[An
     start). Bindings stay objects of their own: the binder keeps their values by id."""
     try:
         return [
-            Binding(b.name, _shared(b.value, seen), b.pos, _shared(b.blocks, seen))
+            Binding(
+                b.name, shared_expression(b.value, seen), b.pos, shared_expression(b.blocks, seen)
+            )
             if type(b) is Binding
-            else _shared(b, seen)
+            else shared_expression(b, seen)
             for b in items
         ]
     except RecursionError:  # an expression too deep to walk: as it is
         return items
 
 
-def _shared(value: Any, seen: dict[tuple, tuple]) -> Any:
+def shared_expression(value: Any, seen: dict[tuple, tuple]) -> Any:
+    """value with every tuple in it equal to one met before (seen, per file) made that one
+    object (RecursionError for an expression too deep to walk)."""
     if not isinstance(value, tuple):
         return value
-    items = tuple(_shared(v, seen) for v in value)
+    items = tuple(shared_expression(v, seen) for v in value)
     # the type and items tell a tuple: nested tuples by identity (each is the one seen),
     # strings as they are, other constants with their type (True == 1 == 1.0)
     key = (type(value), *(_item_key(v) for v in items))
