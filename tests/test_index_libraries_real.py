@@ -65,12 +65,17 @@ def test_apiview_inherits_and_overrides_djangos_view(drf: tuple[Path, Path]) -> 
     assert index.problems == {}
 
 
-def test_drfs_own_graph_is_the_same_without_the_environment(drf: tuple[Path, Path]) -> None:
-    root, python = drf
+def _with_and_without_environment(root: Path, python: Path) -> tuple[Index, Index]:
+    """root built with python's packages, and with none at all."""
     with_env = Index(root, python=python, use_cache=False)
     with_env.build()
     bare = Index(root, python=Environment(), use_cache=False)
     bare.build()
+    return with_env, bare
+
+
+def test_drfs_own_graph_is_the_same_without_the_environment(drf: tuple[Path, Path]) -> None:
+    with_env, bare = _with_and_without_environment(*drf)
     assert _internal_edges(with_env) == _internal_edges(bare)
     assert len(with_env.graph.external_targets()) > 100
 
@@ -128,11 +133,7 @@ def test_flasks_request_and_response_are_werkzeugs_one_step_out(
 
 
 def test_flasks_own_graph_is_the_same_without_the_environment(flask: tuple[Path, Path]) -> None:
-    root, python = flask
-    with_env = Index(root, python=python, use_cache=False)
-    with_env.build()
-    bare = Index(root, python=Environment(), use_cache=False)
-    bare.build()
+    with_env, bare = _with_and_without_environment(*flask)
     assert _internal_edges(with_env) == _internal_edges(bare)
     assert not [e for e in _internal_edges(with_env) if e["src"].startswith(EXTERNAL_PREFIX)]
     assert with_env.graph.external_targets()
