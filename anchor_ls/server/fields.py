@@ -55,13 +55,13 @@ SITE_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def other_side_count(graph: Graph, field: str, entity_id: str) -> tuple[int, str]:
-    """How many related ids the field leaves across the test boundary, and what views call
+def across_tests(graph: Graph, field: str, entity_id: str) -> tuple[list[str], str]:
+    """The related ids the field leaves across the test boundary, and what views call
     them (`7 callers · 33 tests`; in test code, `· 2 outside tests`)."""
-    count = len(other_side(graph, field, entity_id))
+    ids = other_side(graph, field, entity_id)
     if is_test_path(path_of(entity_id)):
-        return count, "outside tests"
-    return count, "test" if count == 1 else "tests"
+        return ids, "outside tests"
+    return ids, "test" if len(ids) == 1 else "tests"
 
 
 def look(field: str) -> FieldLook:

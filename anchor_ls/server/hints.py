@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from anchor_ls.index import Entity, Graph
 from anchor_ls.index.model import path_of
-from anchor_ls.server.fields import look, other_side_count, related, short_name, shown_fields
+from anchor_ls.server.fields import across_tests, look, related, short_name, shown_fields
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.hintstore import NO_HINTS, FileHints
 from anchor_ls.server.positions import LineTable, bytes_to_units
@@ -105,7 +105,8 @@ def tooltip(
         )
         rest = len(items) - min(len(items), TOOLTIP_ITEMS)
         tail = f"\n- … and {rest} more" if rest else ""
-        other, other_noun = other_side_count(graph, name, entity.id)
+        across, other_noun = across_tests(graph, name, entity.id)
+        other = len(across)
         count = f"{len(items)} · {other} {other_noun}" if other else f"{len(items)}"
         note = _left_out(name, len(items), other, other_noun, policy.max_items)
         parts.append(f"**{name}** ({count})\n{listed}{tail}{note}")
@@ -176,8 +177,8 @@ def _label(
                 part = names[entry] = _name_part(folder, graph, entry, encoding)
             parts.append(part)
         if field.more:
-            other, other_noun = other_side_count(graph, field.name, entity_id)
-            also = f" · {other} {other_noun}" if other else ""
+            across, other_noun = across_tests(graph, field.name, entity_id)
+            also = f" · {len(across)} {other_noun}" if across else ""
             parts.append(json.dumps({"value": f" [+{field.more} more{also}]"}))
     return "[" + ", ".join(parts) + "]"
 

@@ -14,8 +14,8 @@ from anchor_ls.index import Entity, Graph
 from anchor_ls.index.model import path_of
 from anchor_ls.server.fields import (
     SITE_KINDS,
+    across_tests,
     look,
-    other_side_count,
     related,
     short_name,
     sites,
@@ -24,7 +24,7 @@ from anchor_ls.server.folders import Folder
 from anchor_ls.server.hints import DEF_KINDS
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.settings import Settings
-from anchor_ls.tags.policy import FIELD_SPECS, other_side
+from anchor_ls.tags.policy import FIELD_SPECS
 
 SHOW_LOCATIONS = "anchor.showLocations"
 POSSIBLE_FIELD = "CALLED_BY"  # its lens adds the unresolved sites that may call
@@ -129,9 +129,9 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
         return lens
     where = Locator(folder, encoding)
     ids = related(graph, policy, field, entity_id)
-    other, other_noun = other_side_count(graph, field, entity_id)
+    across, other_noun = across_tests(graph, field, entity_id)
     # the click shows what the title counts: `7 callers · 33 tests` lists the tests after
-    found = _locations(graph, field, ids + other_side(graph, field, entity_id), entity, where)
+    found = _locations(graph, field, ids + across, entity, where)
     possible = _possible(graph, field, entity)
     for src, span in possible:  # after the callers, one click away as well
         path = path_of(src)
@@ -141,7 +141,7 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
     if field == NAMED_FIELD:  # `overrides View.dispatch`: the name says more than a count
         named = f"{look(field).symbol} {', '.join(short_name(i, graph) for i in ids)}"
     else:
-        named = title(field, len(ids), other, other_noun)
+        named = title(field, len(ids), len(across), other_noun)
     lens.command = types.Command(
         title=f"{named} (+{len(possible)} possible)" if possible else named,
         command=SHOW_LOCATIONS,
