@@ -567,20 +567,43 @@ def test_batch_run_in_a_repository_imports_nothing_from_it(
     assert marks_left(marks) == []
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def make_big_repo(root: Path, modules: int = 1500) -> tuple[Path, str]:
+    """A repository of one commit whose snapshot takes seconds to index, not milliseconds."""
+    repo = root / NAME
+    for n in range(modules):
+        path = repo / "big" / f"m{n // 100}" / f"mod{n}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        other = f"big.m{(n + 1) % modules // 100}.mod{(n + 1) % modules}"
+        path.write_text(
+            f"from {other} import f{(n + 1) % modules}\n\n\n"
+            f"class C{n}:\n    def go(self, x):\n        return f{n}(x) + 1\n\n\n"
+            f"def f{n}(x):\n    return x if x > {n} else f{(n + 1) % modules}(x + 1)\n",
+            "utf-8",
+        )
+    for folder in [repo / "big", *sorted((repo / "big").iterdir())]:
+        (folder / "__init__.py").write_text("", "utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "big")
+    return repo, _git(repo, "rev-parse", "HEAD")
+
+
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
     fixture: tuple[Path, list[str], Path], tmp_path: Path
 ) -> None:
     repo, shas, plain = fixture
-    # A chain of one task each: every task indexes its snapshot from nothing (a chained
-    # step to the same commit copies it in milliseconds, and a worker that runs ahead of
-    # a busy driver could end them all before the interrupt comes).
-    tasks = [
-        {"id": f"t{n}-{k}", "repo": str(repo), "commit": sha}
-        for k in range(8)
-        for n, sha in enumerate(shas)
-    ]
+    big, big_sha = make_big_repo(tmp_path / "bigsrc")
+    # Two small tasks, then six that take seconds each, one task per chain on one worker,
+    # in manifest order: the interrupt after the second result lands among the big ones
+    # (with small tasks only, a worker running ahead of a busy driver ended them all first).
+    tasks = [{"id": f"t{n}", "repo": str(repo), "commit": sha} for n, sha in enumerate(shas[:2])]
+    tasks += [{"id": f"big{k}", "repo": str(big), "commit": big_sha} for k in range(6)]
     manifest = write_manifest(tmp_path / "m.jsonl", tasks)
     out, work = tmp_path / "out", tmp_path / "work"
     args = [ANCHOR_LS, "batch", manifest, "--out", out, "--workers", "1", "--work", work]
@@ -593,6 +616,9 @@ def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # A job started in the background inherits SIGINT ignored, and Python keeps it so:
+        # a terminal's foreground job gets the default action, as here.
+        preexec_fn=_sigint_default,
     )
     try:
         results_file = out / "results.jsonl"
@@ -607,11 +633,15 @@ def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
             run.kill()
     assert run.returncode == 130, stderr
     assert "run the same command again to go on" in stderr
-    done = sorted(p.name for p in out.iterdir() if p.name.startswith("t"))
-    assert 2 <= len(done) < len(tasks)
+    done = sorted(p.name for p in out.iterdir() if p.name.startswith(("t", "big")))
+    assert {"t0", "t1"} <= set(done) and len(done) < len(tasks), done
+    big_files = {p.relative_to(big).as_posix() for p in big.rglob("*.py")}
     for ident in done:
-        n = int(ident[1 : ident.index("-")])
-        assert tree_bytes(out / ident / NAME) == tree_bytes(plain / f"t{n}" / NAME), ident
+        snapshot = out / ident / NAME
+        if ident.startswith("t"):
+            assert tree_bytes(snapshot) == tree_bytes(plain / ident / NAME), ident
+        else:  # whole: every module is there, tagged
+            assert {p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*.py")} == big_files
     assert not (out / ".partial").exists() or not any((out / ".partial").iterdir())
     assert list(work.iterdir()) == []  # no scratch tree left behind
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing
+import os
 import queue
 import signal
 import sys
@@ -26,8 +27,14 @@ _PR_SET_PDEATHSIG = 1
 _GRACE = 30.0  # seconds a stopped worker has to clean up before it is killed
 
 
+_in_chain = False  # whether this worker is running a chain (else it waits for one)
+
+
 def _stop(_signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt  # a terminated worker cleans up what its task was writing
+    """A terminated worker cleans up what its chain was writing, then leaves."""
+    if not _in_chain:
+        os._exit(130)
+    raise KeyboardInterrupt
 
 
 def _start_worker(results: Any) -> None:
@@ -51,10 +58,23 @@ def _stop_with_driver() -> None:
 
 
 def _pool_chain(chain: Chain, settings: Settings) -> list[dict[str, Any]]:
+    global _in_chain
     out = []
-    for result in run_chain(chain, settings):
-        _results.put(result)
-        out.append(result)
+    _in_chain = True
+    results = run_chain(chain, settings)
+    try:
+        for result in results:
+            _results.put(result)
+            out.append(result)
+    except KeyboardInterrupt:
+        # Stopped (SIGTERM): clean up (closing the chain removes its scratch and what its
+        # task was writing), then leave. Returning would hand the executor the exception
+        # and this worker the next queued chain, run to the end after the driver said
+        # "interrupted": whole snapshots that no result line records.
+        results.close()
+        os._exit(130)
+    finally:
+        _in_chain = False
     return out
 
 
