@@ -594,21 +594,22 @@ def make_big_repo(root: Path, modules: int = 1500) -> tuple[Path, str]:
 
 @pytest.mark.slow
 @pytest.mark.e2e
+@pytest.mark.parametrize("engine", ["pool", "ray"])
 def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
-    fixture: tuple[Path, list[str], Path], tmp_path: Path
+    fixture: tuple[Path, list[str], Path], tmp_path: Path, engine: str
 ) -> None:
     repo, shas, plain = fixture
     big, big_sha = make_big_repo(tmp_path / "bigsrc")
-    # Two small tasks, then six that take seconds each, one task per chain on one worker,
+    # Two small tasks, then four that take seconds each, one task per chain on one worker,
     # in manifest order: the interrupt after the second result lands among the big ones
     # (with small tasks only, a worker running ahead of a busy driver ended them all first).
     tasks = [{"id": f"t{n}", "repo": str(repo), "commit": sha} for n, sha in enumerate(shas[:2])]
-    tasks += [{"id": f"big{k}", "repo": str(big), "commit": big_sha} for k in range(6)]
+    tasks += [{"id": f"big{k}", "repo": str(big), "commit": big_sha} for k in range(4)]
     manifest = write_manifest(tmp_path / "m.jsonl", tasks)
     out, work = tmp_path / "out", tmp_path / "work"
     args = [ANCHOR_LS, "batch", manifest, "--out", out, "--workers", "1", "--work", work]
-    args += ["--chain-size", "1"]
-    args += ["--cache", tmp_path / "cache"]
+    args += ["--chain-size", "1", "--cache", tmp_path / "cache"]
+    args += ["--ray"] if engine == "ray" else []
     run = subprocess.Popen(
         list(map(str, args)),
         env=env(),

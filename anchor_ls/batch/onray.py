@@ -12,9 +12,11 @@ repositories of its tasks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -24,6 +26,7 @@ from anchor_ls.batch.manifest import Task
 
 Deliver = Callable[[dict[str, Any]], None]
 RUNTIME_ENV = {"env_vars": {"PYTHONSAFEPATH": "1"}}
+_GRACE = 30.0  # seconds interrupted chains have to clean up
 
 
 class RayMissing(Exception):
@@ -37,6 +40,19 @@ def _ray_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
     from anchor_ls.batch.chain import run_chain
 
     yield from run_chain(chain, settings)
+
+
+def _stop(ray: Any, streams: list[Any]) -> None:
+    """Interrupt the running chains (each cleans up what its task was writing, as a pool
+    worker does) and wait a while for them to end before the cluster is let go."""
+    for stream in streams:
+        with contextlib.suppress(Exception):
+            ray.cancel(stream)
+    deadline = time.monotonic() + _GRACE
+    for stream in streams:
+        with contextlib.suppress(Exception):
+            while time.monotonic() < deadline:
+                ray.get(next(stream), timeout=max(0.1, deadline - time.monotonic()))
 
 
 def run_ray(
@@ -101,6 +117,9 @@ def run_ray(
                 del running[stream]
                 for task in chain.tasks:
                     give(failed(task, error))
+    except BaseException:
+        _stop(ray, list(running))
+        raise
     finally:
         ray.shutdown()
         shutil.rmtree(neutral, ignore_errors=True)
