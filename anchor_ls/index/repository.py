@@ -238,8 +238,14 @@ class Index(Invalidation):
         reparsed = len(fresh)
         self._resolve_files(progress)
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
-        if cache is not None:
-            cache.store_graph(stamp, *self._cache_state())
+        # the library outlines read go to the user cache while the graph goes to this one:
+        # two commits, each waiting for its disk
+        with ThreadPoolExecutor(1) as writer:
+            saved = writer.submit(self.externals.save) if self.externals is not None else None
+            if cache is not None:
+                cache.store_graph(stamp, *self._cache_state())
+            if saved is not None:
+                saved.result()
         self._note_cache(cache)
         self._built = stamp
         return self.stats()
@@ -545,6 +551,8 @@ class Index(Invalidation):
         if changed:
             changed |= self._link_across(classes)
         self._publish()
+        if self.externals is not None:  # the library files the edit read first
+            self.externals.save()
         return changed
 
     def _reresolve(
