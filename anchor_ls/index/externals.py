@@ -130,6 +130,9 @@ class Externals:
         self.files: dict[str, tuple[int, int]] = {}  # files read -> (size, mtime_ns)
         # outlines read since the last save(), as library cache rows (path, stamp, pickle)
         self._unsaved: list[tuple[str, str, bytes]] = []
+        self.parsed = 0  # library files parsed here (not found in the library cache)
+        # library files found but not read (gone, unreadable, refused): path -> why
+        self.unreadable: dict[str, str] = {}
         self._extensions: dict[str, frozenset[str]] = {}  # folder -> its compiled modules
 
     # ----- what the index asks ------------------------------------------------
@@ -283,7 +286,8 @@ class Externals:
     def _read_summary(self, path: str) -> Outline | None:
         try:
             info = os.stat(path)
-        except OSError:
+        except OSError as err:
+            self.unreadable[path] = f"library file gone ({err.strerror or err})"
             return None
         self.files[path] = (info.st_size, info.st_mtime_ns)
         stamp = hashlib.blake2b(
@@ -300,12 +304,15 @@ class Externals:
         try:
             with open(path, "rb") as f:
                 data = f.read()
-        except OSError:
+        except OSError as err:
+            self.unreadable[path] = f"library file unreadable ({err.strerror or err})"
             return None
         try:
             summary = _outline(summarize(path, data, outline=True))
-        except Exception:  # bytes the syntax layer refuses: no definitions from it
+        except Exception as err:  # bytes the syntax layer refuses: no definitions from it
+            self.unreadable[path] = f"library file not read ({err})"
             return None
+        self.parsed += 1
         if cache is not None:
             self._unsaved.append((path, stamp, pickle.dumps(summary, pickle.HIGHEST_PROTOCOL)))
         return summary
