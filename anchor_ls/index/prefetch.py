@@ -1,12 +1,13 @@
-"""Library outlines read ahead, by a process of their own, while the repository resolves.
+"""Library outlines read ahead, by processes of their own, while the repository resolves.
 
 The first index on a machine reads every library file it reaches, and resolution reaches
 them only while the graph is put together, in this process, one at a time (0.8 s of DRF's
 1.6 s extra). The modules the repository imports are known as soon as its summaries are
-in: a second process follows those names as Externals will (the same code, so the same
-files) and writes the outlines it parsed to the library cache, in one transaction, while
-this process resolves. Externals then finds them there; what the prefetch missed it
-still reads itself. The prefetch only fills the cache: no answer depends on it.
+in: two processes, each with a share of those names, follow them as Externals will (the
+same code, so the same files) and write the outlines they parsed to the library cache,
+each in one transaction, while this process resolves. Externals then finds them there;
+what the prefetch missed it still reads itself. The prefetch only fills the cache: no
+answer depends on it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from anchor_ls.index.environment import Environment
 from anchor_ls.index.externals import Externals
 from anchor_ls.syntax.summary import FileSummary
 
-__all__ = ["Prefetch", "imported_names", "prefetch_outlines"]
+__all__ = ["Prefetch", "imported_names", "prefetch_outlines", "shares"]
 
 
 def imported_names(summaries: Iterable[FileSummary], internal: set[str]) -> list[str]:
@@ -77,31 +78,48 @@ def _run(environment: Environment, names: list[str], report: Connection) -> None
             report.close()
 
 
-class Prefetch:
-    """A running prefetch: wait() for it (and how many outlines it parsed) before the
-    graph is put together."""
+def shares(names: list[str], processes: int) -> list[list[str]]:
+    """names cut into at most `processes` shares, each name with the others of its top
+    package (they lead to the same files), the largest packages first to the least
+    loaded share."""
+    packages: dict[str, list[str]] = {}
+    for name in names:
+        packages.setdefault(name.partition(".")[0], []).append(name)
+    out: list[list[str]] = [[] for _ in range(max(1, processes))]
+    for group in sorted(packages.values(), key=len, reverse=True):
+        min(out, key=len).extend(group)
+    return [share for share in out if share]
 
-    def __init__(self, context: BaseContext, environment: Environment, names: list[str]):
-        receive, send = context.Pipe(duplex=False)
-        self._receive = receive
-        self._process: BaseProcess | None = context.Process(  # type: ignore[attr-defined]
-            target=_run, args=(environment, names, send), daemon=True
-        )
-        self._process.start()
-        send.close()
+
+class Prefetch:
+    """Running prefetch processes, one per share of the names: wait() for them (and how
+    many outlines they parsed) before the graph is put together."""
+
+    def __init__(self, context: BaseContext, environment: Environment, shares: list[list[str]]):
+        self._running: list[tuple[BaseProcess, Connection]] = []
         self.parsed = 0
+        for names in shares:
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(  # type: ignore[attr-defined]
+                target=_run, args=(environment, names, send), daemon=True
+            )
+            try:
+                process.start()
+            finally:
+                send.close()
+            self._running.append((process, receive))
 
     def wait(self) -> int:
-        """The outlines the prefetch parsed (0 when it failed: Externals reads them)."""
-        process, self._process = self._process, None
-        if process is None:
-            return self.parsed
-        try:
-            if self._receive.poll(None):
-                self.parsed = int(self._receive.recv())
-        except (EOFError, OSError, ValueError, TypeError):
-            self.parsed = 0
-        finally:
-            self._receive.close()
-            process.join()
+        """The outlines the prefetch parsed (one that failed parsed none: Externals reads
+        them)."""
+        running, self._running = self._running, []
+        for process, receive in running:
+            try:
+                if receive.poll(None):
+                    self.parsed += int(receive.recv())
+            except (EOFError, OSError, ValueError, TypeError):
+                pass
+            finally:
+                receive.close()
+                process.join()
         return self.parsed

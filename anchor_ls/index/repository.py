@@ -42,7 +42,7 @@ from anchor_ls.index.persistence import (
     restore_graph,
     unpickled,
 )
-from anchor_ls.index.prefetch import Prefetch, imported_names
+from anchor_ls.index.prefetch import Prefetch, imported_names, shares
 from anchor_ls.index.roots import (
     folders_of,
     project_roots,
@@ -440,8 +440,8 @@ class Index(Invalidation):
         names = imported_names(summaries.values(), internal)
         if not names:
             return None
-        try:
-            return Prefetch(context, self.environment, names)
+        try:  # two shares: the build may wait for them after resolution
+            return Prefetch(context, self.environment, shares(names, min(2, self.workers)))
         except (OSError, RuntimeError):  # no process here: resolution reads them lazily
             return None
 
