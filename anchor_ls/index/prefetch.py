@@ -105,6 +105,10 @@ class Prefetch:
             )
             try:
                 process.start()
+            except BaseException:
+                receive.close()
+                self.wait()  # those started: they finish and leave no process behind
+                raise
             finally:
                 send.close()
             self._running.append((process, receive))

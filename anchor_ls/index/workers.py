@@ -99,6 +99,8 @@ def prefetch_context(files: int) -> BaseContext | None:
     parse workers are."""
     import multiprocessing
 
+    if multiprocessing.current_process().daemon:  # which may start no process
+        return None
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return pool_context(files)
