@@ -392,3 +392,28 @@ def test_a_library_file_changed_after_the_prefetch_read_it_is_read_again_or_said
     problem = index.problems[str(stub)]
     assert problem.kind == "library"
     assert "NUL bytes" in problem.message and "left out" in problem.message
+
+
+def test_the_prefetch_follows_what_call_sites_reach_through_an_imported_name() -> None:
+    """`import asyncio` names a package; `asyncio.sleep(...)` in a body names the module
+    of its own that resolution will read (asyncio/tasks.pyi): read ahead too."""
+    from anchor_ls.index.prefetch import imported_names
+    from anchor_ls.syntax.parse import summarize
+    from anchor_ls.syntax.summary import pack_bodies
+
+    source = (
+        b"import asyncio\nimport a.b\nfrom os import path as p\nfrom . import sibling\n"
+        b"from shop import models\n\n\ndef f():\n    asyncio.sleep(1)\n    p.join('x')\n"
+        b"    a.b.c().d()\n    sibling.g()\n    models.h()\n    len(p)\n"
+    )
+    summary = pack_bodies(summarize("shop/m.py", source))
+    assert imported_names([summary], {"shop"}) == ["a.b", "asyncio", "os.path"]
+    assert imported_names([summary], {"shop"}, calls=True) == [
+        "a.b",
+        "a.b.c",
+        "a.b.c().d",
+        "asyncio",
+        "asyncio.sleep",
+        "os.path",
+        "os.path.join",
+    ]

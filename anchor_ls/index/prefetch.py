@@ -18,31 +18,66 @@ from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
+from typing import NamedTuple
 
 from anchor_ls.index.environment import Environment
 from anchor_ls.index.externals import Externals
-from anchor_ls.syntax.summary import FileSummary
+from anchor_ls.syntax.summary import Expr, FileSummary, scope_bodies
 
 __all__ = ["Prefetch", "imported_names", "prefetch_outlines", "shares"]
 
 
-def imported_names(summaries: Iterable[FileSummary], internal: set[str]) -> list[str]:
+def imported_names(
+    summaries: Iterable[FileSummary], internal: set[str], *, calls: bool = False
+) -> list[str]:
     """The absolute names the files import (`django.db.models`, `os.path.join`) whose
-    first part is none of the repository's own top-level modules (internal), sorted."""
+    first part is none of the repository's own top-level modules (internal), sorted.
+    calls: and what their call sites reach through an imported name (`asyncio.sleep`
+    after `import asyncio`), which reads every body of the files."""
     names: set[str] = set()
     for summary in summaries:
+        imported: dict[str, str] = {}  # a name an import binds in the file -> what
         for scope in summary.scopes:
             for binding in scope.bindings:
                 value = binding.value
                 tag = value[0]
-                if tag in ("im", "ima") and not value[2]:
+                if tag == "im" and not value[2]:
                     names.add(value[1])
+                    imported[binding.name] = binding.name  # `import a.b` binds a
+                elif tag == "ima" and not value[2]:
+                    names.add(value[1])
+                    imported[binding.name] = value[1]
                 elif tag == "if" and not value[2] and value[1]:
-                    names.add(f"{value[1]}.{value[3]}")
+                    full = f"{value[1]}.{value[3]}"
+                    names.add(full)
+                    imported.setdefault(binding.name, full)
             for star in scope.star_imports:
                 if not star.level and star.module:
                     names.add(star.module)
+        if calls and imported:
+            for sites, _reads, _uses in scope_bodies(summary):
+                for site in sites:
+                    found = _dotted(site.func, imported)
+                    if found is not None:
+                        names.add(found)
     return sorted(n for n in names if n.partition(".")[0] not in internal)
+
+
+def _dotted(expr: Expr, imported: dict[str, str], depth: int = 0) -> str | None:
+    """`asyncio.sleep`, `models.Manager().get`: a call's function as a dotted name from
+    an imported name, as the binder names what lies outside; else None."""
+    tag = expr[0]
+    if depth > 16:
+        return None
+    if tag == "n":
+        return imported.get(expr[1])
+    if tag == "a":
+        base = _dotted(expr[1], imported, depth + 1)
+        return f"{base}.{expr[2]}" if base is not None else None
+    if tag == "c":
+        base = _dotted(expr[1], imported, depth + 1)
+        return f"{base}()" if base is not None else None
+    return None
 
 
 def prefetch_outlines(externals: Externals, names: Iterable[str]) -> int:
@@ -64,13 +99,32 @@ def prefetch_outlines(externals: Externals, names: Iterable[str]) -> int:
     return externals.parsed
 
 
-def _run(environment: Environment, names: list[str], report: Connection) -> None:
+class Names(NamedTuple):
+    """What a prefetch process reads: its share of the names the files import, found
+    in the process (a forked one has the summaries: reading every body of them is work
+    the build process need not wait for), else as given."""
+
+    given: list[str]
+    summaries: dict[str, FileSummary] | None
+    internal: set[str]
+    share: int
+    processes: int
+
+    def names(self) -> list[str]:
+        if self.summaries is None:
+            return self.given
+        found = imported_names(self.summaries.values(), self.internal, calls=True)
+        cut = shares(found, self.processes)
+        return cut[self.share] if self.share < len(cut) else []
+
+
+def _run(environment: Environment, job: Names, report: Connection) -> None:
     """In the prefetch process: parse, save in one transaction, say how many."""
     gc.disable()  # short-lived: outlines are acyclic
     externals = Externals(environment)
     parsed = 0
     try:
-        parsed = prefetch_outlines(externals, names)
+        parsed = prefetch_outlines(externals, job.names())
     finally:
         externals.close()  # saves what was parsed
         with contextlib.suppress(OSError):
@@ -95,13 +149,24 @@ class Prefetch:
     """Running prefetch processes, one per share of the names: wait() for them (and how
     many outlines they parsed) before the graph is put together."""
 
-    def __init__(self, context: BaseContext, environment: Environment, shares: list[list[str]]):
+    def __init__(
+        self,
+        context: BaseContext,
+        environment: Environment,
+        summaries: dict[str, FileSummary],
+        internal: set[str],
+        processes: int,
+    ):
         self._running: list[tuple[BaseProcess, Connection]] = []
         self.parsed = 0
-        for names in shares:
+        forked = context.get_start_method() == "fork"
+        given = [] if forked else imported_names(summaries.values(), internal)
+        cut = [[]] * processes if forked else shares(given, processes)
+        for i, names in enumerate(cut):
+            job = Names(names, summaries if forked else None, internal, i, processes)
             receive, send = context.Pipe(duplex=False)
             process = context.Process(  # type: ignore[attr-defined]
-                target=_run, args=(environment, names, send), daemon=True
+                target=_run, args=(environment, job, send), daemon=True
             )
             try:
                 process.start()

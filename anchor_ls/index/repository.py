@@ -42,7 +42,7 @@ from anchor_ls.index.persistence import (
     restore_graph,
     unpickled,
 )
-from anchor_ls.index.prefetch import Prefetch, imported_names, shares
+from anchor_ls.index.prefetch import Prefetch
 from anchor_ls.index.roots import (
     folders_of,
     project_roots,
@@ -437,11 +437,8 @@ class Index(Invalidation):
             for root in ("", *self.roots)
             if not root or rel.startswith(root + "/")
         }
-        names = imported_names(summaries.values(), internal)
-        if not names:
-            return None
-        try:  # two shares: the build may wait for them after resolution
-            return Prefetch(context, self.environment, shares(names, min(2, self.workers)))
+        try:  # two processes: the build may wait for them after resolution
+            return Prefetch(context, self.environment, summaries, internal, min(2, self.workers))
         except (OSError, RuntimeError):  # no process here: resolution reads them lazily
             return None
 
