@@ -299,3 +299,121 @@ def test_a_library_file_is_kept_as_an_outline_of_what_names_lead_to(
     again = build(app, fake_environment(), cache_dir=tmp_path / "c2")  # outlines cached
     assert again.stats().reparsed == len(again.graph.files())
     assert again.graph.to_json() == expected
+
+
+def test_a_build_writes_the_outlines_it_read_to_the_library_cache_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each commit waits for the disk: one per library file took 1-2 s of DRF's first
+    index. The statements SQLite runs on the library cache show the transactions."""
+    import sqlite3
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(where: object, *args: object, **kwargs: object) -> sqlite3.Connection:
+        db = connect(where, *args, **kwargs)  # type: ignore[arg-type]
+        if str(where).endswith("libraries.sqlite3"):
+            db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    # one process (no prefetch: that one writes what it read in a transaction of its own)
+    index = build(copy_app(tmp_path), fake_environment(), cache_dir=tmp_path / "c1", workers=1)
+    stored = [s for s in statements if s.startswith("INSERT OR REPLACE INTO summaries")]
+    assert len(stored) == len(index.externals.files) > 5  # type: ignore[union-attr]
+    # the transactions that store outlines (setting up a new cache file is one more)
+    marks = "".join(
+        "I" if s in stored else s[0] for s in statements if s in stored or s in ("BEGIN ", "COMMIT")
+    )
+    assert marks.replace("BC", "") == "B" + "I" * len(stored) + "C"
+    index.close()
+
+
+def test_the_library_files_a_build_imports_are_parsed_by_a_process_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine that has read no library, the modules the repository imports are
+    read ahead by a second process while the files resolve; the build process finds
+    their outlines in the library cache, and the graph is the one lazy reading gives."""
+    import sqlite3
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    app = copy_app(tmp_path)
+    index = build(app, fake_environment(), cache_dir=tmp_path / "c1", workers=2)
+    stats = index.stats()
+    externals = index.externals
+    assert externals is not None
+    needed = set(externals.files)
+    assert stats.libraries_prefetched > 0
+    assert stats.libraries_read + stats.libraries_prefetched >= len(needed)
+    assert stats.libraries_read < len(needed) / 2  # most were in the cache when asked for
+    index.close()
+    with sqlite3.connect(tmp_path / "xdg" / "anchor-ls" / "libraries.sqlite3") as db:
+        stored = {row[0] for row in db.execute("SELECT path FROM summaries")}
+    assert needed <= stored
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-lazy"))
+    lazy = build(app, fake_environment(), cache_dir=tmp_path / "c2", workers=1)
+    assert lazy.stats().libraries_prefetched == 0
+    assert lazy.stats().libraries_read == len(needed)
+    assert index.graph.to_json() == lazy.graph.to_json()
+
+
+def test_a_library_file_changed_after_the_prefetch_read_it_is_read_again_or_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the prefetch and the build's own reading, one library file is deleted and
+    one becomes bytes that are not Python: no error, no edge to what they defined, and
+    the one that is there but cannot be read is named in the problems."""
+    from anchor_ls.index.externals import Externals
+    from anchor_ls.index.prefetch import prefetch_outlines
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    site = tmp_path / "site-packages"
+    shutil.copytree(SITE, site)
+    env = Environment(paths=(str(site), os.path.dirname(os.__file__)), stubs=typeshed_stdlib())
+    app = copy_app(tmp_path)
+    ahead = Externals(env)
+    names = ["requests.Session", "fastjson.Encoder", "django.views.generic.View"]
+    assert prefetch_outlines(ahead, names) > 0
+    ahead.close()
+    (site / "requests" / "models.py").unlink()
+    stub = site / "fastjson" / "_speedups.pyi"
+    stub.write_bytes(b"class Encoder:\x00\n")
+    index = build(app, env, cache_dir=tmp_path / "c", workers=1)
+    data = index.graph.to_json()
+    targets = {e["dst"] for e in data["edges"]}
+    assert not {t for t in targets if t.startswith(("ext:requests.models", "ext:fastjson"))}
+    assert "ext:requests.sessions.Session.get" in targets  # the rest as before
+    assert ("shop/views.py:ArticleView", "ext:django.views.generic.base.View") in edge_set(
+        data, "inherits"
+    )
+    problem = index.problems[str(stub)]
+    assert problem.kind == "library"
+    assert "NUL bytes" in problem.message and "left out" in problem.message
+
+
+def test_the_prefetch_follows_what_call_sites_reach_through_an_imported_name() -> None:
+    """`import asyncio` names a package; `asyncio.sleep(...)` in a body names the module
+    of its own that resolution will read (asyncio/tasks.pyi): read ahead too."""
+    from anchor_ls.index.prefetch import imported_names
+    from anchor_ls.syntax.parse import summarize
+    from anchor_ls.syntax.summary import pack_bodies
+
+    source = (
+        b"import asyncio\nimport a.b\nfrom os import path as p\nfrom . import sibling\n"
+        b"from shop import models\n\n\ndef f():\n    asyncio.sleep(1)\n    p.join('x')\n"
+        b"    a.b.c().d()\n    sibling.g()\n    models.h()\n    len(p)\n"
+    )
+    summary = pack_bodies(summarize("shop/m.py", source))
+    assert imported_names([summary], {"shop"}) == ["a.b", "asyncio", "os.path"]
+    assert imported_names([summary], {"shop"}, calls=True) == [
+        "a.b",
+        "a.b.c",
+        "a.b.c().d",
+        "asyncio",
+        "asyncio.sleep",
+        "os.path",
+        "os.path.join",
+    ]

@@ -139,8 +139,32 @@ def test_an_outline_keeps_definitions_and_drops_function_bodies() -> None:
     assert [s.qualname for s in full.scopes] == ["", "View", "View.get", "View.get.inner"]
     assert [s.qualname for s in outline.scopes] == ["", "View", "View.get"]
     get = outline.scopes[2]
-    assert get.returns == full.scopes[2].returns and get.params == full.scopes[2].params
+    assert get.returns == full.scopes[2].returns and full.scopes[2].params
+    assert get.params == []  # what a call passes is never matched in a library
     assert (get.bindings, get.calls, get.return_values) == ([], [], [])
     assert outline.scopes[1].bases == full.scopes[1].bases
     assert outline.scopes[1].bindings == full.scopes[1].bindings
     assert outline.scopes[0].bindings == full.scopes[0].bindings
+
+
+def test_an_outline_walks_parameters_decorators_and_calls_only_where_they_bind() -> None:
+    """An outline keeps no parameters, decorators or calls, so it does not walk them,
+    but a walrus or a comprehension's target inside one binds a name where it stands
+    (a module's binding, that a library name may lead to): those are walked."""
+    source = (
+        b"import registry\n\n\n@registry.add('x')\ndef plain(a: int = 1, *b, c=f(2)) -> int:\n"
+        b"    pass\n\n\n@registry.add([d for d in range(3)])\ndef spaced(e=(g := 4)) -> None:\n"
+        b"    pass\n\n\nregistry.update({h: 1 for h in 'ab'})\nregistry.clear()\n"
+        b"if (i := 5) > 2:\n    j = 6\nelif sys.version_info >= (3, 8):\n    j = 7\n\n\n"
+        b"class K(Base, metaclass=Meta):\n    pass\n"
+    )
+    full, outline = summarize("m.py", source), summarize("m.py", source, outline=True)
+    plain = outline.scopes[1]
+    assert (plain.params, plain.decorators) == ([], [])
+    assert full.scopes[1].params and full.scopes[1].decorators
+    assert outline.scopes[-1].metaclass is None and full.scopes[-1].metaclass is not None
+    assert outline.scopes[-1].bases == full.scopes[-1].bases
+    assert {"d", "g", "h", "i", "j"} <= {b.name for b in outline.scopes[0].bindings}
+    assert outline.scopes[0].bindings == full.scopes[0].bindings
+    assert [s.returns for s in outline.scopes] == [s.returns for s in full.scopes]
+    assert outline.scopes[0].calls == [] and full.scopes[0].calls

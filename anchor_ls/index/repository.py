@@ -42,6 +42,7 @@ from anchor_ls.index.persistence import (
     restore_graph,
     unpickled,
 )
+from anchor_ls.index.prefetch import Prefetch
 from anchor_ls.index.roots import (
     folders_of,
     project_roots,
@@ -54,7 +55,7 @@ from anchor_ls.index.sources import Sources
 from anchor_ls.index.state import FileFacts
 from anchor_ls.index.stats import IndexStats, edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
-from anchor_ls.index.workers import gc_paused, summarize_many
+from anchor_ls.index.workers import gc_paused, prefetch_context, summarize_many
 from anchor_ls.index.workers import pool_context as _pool_context  # the rounds' name for it
 from anchor_ls.syntax.encoding import buffer_bytes_or_utf8
 from anchor_ls.syntax.reparse import Reparser
@@ -120,6 +121,8 @@ class Index(Invalidation):
         # from the cache: (paths, the fingerprint it is stored under, site counts, hashes).
         self._lazy: tuple[list[str], str, tuple[int, int, int], dict[str, str]] | None = None
         self._stats = IndexStats()
+        self._prefetch: Prefetch | None = None  # library outlines being read ahead
+        self._prefetched = 0  # outlines the last build's prefetch parsed
         self._built: str | None = None  # the fingerprint of the build, until a file changes
         self.lock = threading.RLock()  # serialises mutations
 
@@ -224,6 +227,7 @@ class Index(Invalidation):
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
         summaries, fresh, cached = self._summaries(cache, progress)
+        self._prefetch = self._start_prefetch(summaries)
         # SQLite writes the new summaries (0.1-0.3 s) while this thread reads them; done
         # before the workers start (a spawned one reads them from the cache, and a
         # process that runs a second thread is not forked)
@@ -238,8 +242,16 @@ class Index(Invalidation):
         reparsed = len(fresh)
         self._resolve_files(progress)
         self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
-        if cache is not None:
-            cache.store_graph(stamp, *self._cache_state())
+        self._stats.libraries_prefetched = self._prefetched
+        self._note_libraries()
+        # the library outlines read go to the user cache while the graph goes to this one:
+        # two commits, each waiting for its disk
+        with ThreadPoolExecutor(1) as writer:
+            saved = writer.submit(self.externals.save) if self.externals is not None else None
+            if cache is not None:
+                cache.store_graph(stamp, *self._cache_state())
+            if saved is not None:
+                saved.result()
         self._note_cache(cache)
         self._built = stamp
         return self.stats()
@@ -394,6 +406,7 @@ class Index(Invalidation):
             resolve_all(self.binder, rounds, paths, self._facts, on_file)
 
     def _rebuild_graph(self) -> None:
+        self._await_prefetch()  # the library outlines it parsed are in the cache then
         graph = Graph(str(self.root))
         for rel, summary in self.binder.summaries.items():
             graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
@@ -408,6 +421,36 @@ class Index(Invalidation):
     # ----- what depends on more than one file's facts ---------------------------------
     def _new_externals(self) -> Externals | None:
         return Externals(self.environment, self._use_cache) if self.environment.active else None
+
+    def _start_prefetch(self, summaries: dict[str, FileSummary]) -> Prefetch | None:
+        """Read the library modules the files import in a process of its own while they
+        resolve (index/prefetch.py): with a library cache to hand them over, and a core
+        to spare."""
+        if self.externals is None or not self._use_cache or self.workers < 2:
+            return None
+        context = prefetch_context(len(summaries))
+        if context is None:
+            return None
+        internal = {
+            Path(rel[len(root) + 1 :] if root else rel).parts[0].removesuffix(".py")
+            for rel in summaries
+            for root in ("", *self.roots)
+            if not root or rel.startswith(root + "/")
+        }
+        try:  # two processes: the build may wait for them after resolution
+            return Prefetch(context, self.environment, summaries, internal, min(2, self.workers))
+        except (OSError, RuntimeError):  # no process here: resolution reads them lazily
+            return None
+
+    def _await_prefetch(self) -> None:
+        prefetch, self._prefetch = self._prefetch, None
+        self._prefetched = prefetch.wait() if prefetch is not None else 0
+
+    def _note_libraries(self) -> None:
+        """Library files found but not read: their definitions are left out, and said."""
+        if self.externals is not None:
+            for path, why in sorted(self.externals.unreadable.items()):
+                self._problem(path, "library", f"{why}; its definitions are left out")
 
     def _counted_method_names(self) -> MethodNames:
         """The method names of the whole graph, counted once after a warm start (by the
@@ -545,6 +588,8 @@ class Index(Invalidation):
         if changed:
             changed |= self._link_across(classes)
         self._publish()
+        if self.externals is not None:  # the library files the edit read first
+            self.externals.save()
         return changed
 
     def _reresolve(
@@ -744,6 +789,8 @@ class Index(Invalidation):
             hub_share=round(hubs, 4),
             reparsed=self._stats.reparsed,
             from_cache=self._stats.from_cache,
+            libraries_read=self.externals.parsed if self.externals is not None else 0,
+            libraries_prefetched=self._stats.libraries_prefetched,
             resolved_afresh=self._stats.resolved_afresh,
         )
         if self._lazy is not None:

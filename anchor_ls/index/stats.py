@@ -32,6 +32,10 @@ class IndexStats:
     from_cache: int = 0
     # edits whose rounds did not settle, so every file was resolved again (index/repository.py)
     resolved_afresh: int = 0
+    # library files this build parsed itself, and those its prefetch process parsed ahead
+    # (index/prefetch.py); those read from the library cache are neither
+    libraries_read: int = 0
+    libraries_prefetched: int = 0
     # the folders absolute imports start from ("." is the root): see anchor_ls/index/roots.py
     source_roots: list[str] = field(default_factory=list)
 

@@ -93,6 +93,19 @@ def pool_context(files: int) -> BaseContext | None:
     return None
 
 
+def prefetch_context(files: int) -> BaseContext | None:
+    """How to start the process that reads library outlines ahead (index/prefetch.py):
+    forked whenever this process runs one thread (it costs a few milliseconds), else as
+    parse workers are."""
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:  # which may start no process
+        return None
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return pool_context(files)
+
+
 def summarize_job(job: tuple[str, bytes, int]) -> bytes | Problem:
     gc.disable()  # a worker process: summaries are short-lived acyclic data
     rel, data, limit = job

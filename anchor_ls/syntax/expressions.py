@@ -98,6 +98,14 @@ class ExpressionWalker:
         self.outline = False  # definitions only: function bodies are not walked
         self.cut: int | None = None  # the first line where an expression was too deep
 
+    def may_bind(self, node: Node | None) -> bool:
+        """Whether walking node may bind a name where it stands: a walrus does, and so
+        does a comprehension's target (the walk binds it in the enclosing scope)."""
+        if node is None:
+            return False
+        text = self.src[node.start_byte : node.end_byte]
+        return b":=" in text or b"for" in text
+
     def too_deep(self, node: Node) -> Expr:
         """What an expression nested past MAX_EXPR_DEPTH stands for: unknown, unread."""
         if self.cut is None:

@@ -18,7 +18,7 @@ from tree_sitter import Language, Node, Parser, Range, Tree
 from anchor_ls.syntax.expressions import MAX_EXPR_DEPTH, end_line
 from anchor_ls.syntax.expressions import is_constant_name as is_constant_name
 from anchor_ls.syntax.source import MAX_FILE_BYTES, DecodedSource, decode_source
-from anchor_ls.syntax.statements import Walker
+from anchor_ls.syntax.statements import OutlineWalker, Walker
 from anchor_ls.syntax.summary import (
     FileSummary,
     Problem,
@@ -45,8 +45,9 @@ def summarize(
     relpath: str, data: bytes, *, limit: int = MAX_FILE_BYTES, outline: bool = False
 ) -> FileSummary:
     """Summarize one file; raises UnreadableSource for binaries and files over `limit`.
-    outline: its definitions, bindings of modules and classes, bases and annotations only,
-    no function bodies (what a library file is read for: a third of the time)."""
+    outline: its definitions, bindings of modules and classes, bases and return
+    annotations only: no function bodies, parameters, decorators or calls (what a library
+    file is read for: a third of the time)."""
     decoded, text = read_source(data, limit=limit)
     return summary_of(relpath, decoded, text, parser().parse(text), outline=outline)
 
@@ -67,7 +68,7 @@ def summary_of(
 ) -> FileSummary:
     """The summary of a parsed file: one walk over its tree."""
     lines = summary_lines(text)
-    walker = Walker(text, lines)
+    walker = OutlineWalker(text, lines) if outline else Walker(text, lines)
     walker.outline = outline
     roots = [tree.root_node]
     if tree.root_node.has_error:
@@ -79,7 +80,7 @@ def summary_of(
     summary.words = b"" if outline else words_sketch(text)
     summary.all_names = walker.all_names
     summary.constants = walker.constants
-    summary.main_blocks = main_blocks(roots, text)
+    summary.main_blocks = [] if outline else main_blocks(roots, text)
     if decoded.warning:
         summary.problems.append(Problem("decode", decoded.warning))
     if walker.cut is not None:

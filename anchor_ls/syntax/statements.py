@@ -81,7 +81,7 @@ class Walker(ExpressionWalker):
                 self.assignment(child)
             elif child.type == "augmented_assignment":
                 self.augmented(child)
-            else:
+            elif not self.outline or self.may_bind(child):  # a docstring, a call: not kept
                 self.expr(child)
 
     def s_block(self, node: Node) -> None:
@@ -104,11 +104,15 @@ class Walker(ExpressionWalker):
         self.definition(node, [], node)
 
     def s_if(self, node: Node) -> None:
-        self.expr(node.child_by_field_name("condition"))
+        condition = node.child_by_field_name("condition")
+        if not self.outline or self.may_bind(condition):  # an outline keeps the branches'
+            self.expr(condition)
         self.in_block(node.child_by_field_name("consequence"))
         for alt in node.children_by_field_name("alternative"):
             if alt.type == "elif_clause":
-                self.expr(alt.child_by_field_name("condition"))
+                condition = alt.child_by_field_name("condition")
+                if not self.outline or self.may_bind(condition):
+                    self.expr(condition)
                 self.in_block(alt.child_by_field_name("consequence"))
             else:
                 self.in_block(alt.child_by_field_name("body"))
@@ -261,7 +265,10 @@ class Walker(ExpressionWalker):
         name = self.text(name_node) if name_node is not None else "<anonymous>"
         idx = self.new_scope(kind, name, node, start, name_node)
         scope = self.scopes[idx]
-        decorators = [d for d in decorators if d.named_children]
+        # an outline keeps no decorators, parameters or class keywords: walked only where
+        # they may bind a name (a third of a library file's walk)
+        lean = self.outline
+        decorators = [d for d in decorators if d.named_children and (not lean or self.may_bind(d))]
         for k, dec in enumerate(decorators, 1):
             expr_node = dec.named_children[0]
             value = self.expr(expr_node)
@@ -275,6 +282,8 @@ class Walker(ExpressionWalker):
             if supers is not None:
                 for arg in supers.named_children:
                     if arg.type == "keyword_argument":
+                        if lean and not self.may_bind(arg):
+                            continue
                         value = self.expr(arg.child_by_field_name("value"))
                         keyword = arg.child_by_field_name("name")
                         if keyword is not None and self.text(keyword) == "metaclass":
@@ -283,7 +292,9 @@ class Walker(ExpressionWalker):
                         scope.bases.append(self.expr(arg))
         else:
             scope.is_async = any(c.type == "async" for c in node.children)
-            scope.params = self.params(node.child_by_field_name("parameters"))
+            parameters = node.child_by_field_name("parameters")
+            if not lean or self.may_bind(parameters):
+                scope.params = self.params(parameters)
             scope.returns = self.annotation(node.child_by_field_name("return_type"))
         self.bind(name, Definition("f", idx), start.start_byte)
         if kind == "function" and self.outline:
@@ -490,6 +501,17 @@ class Walker(ExpressionWalker):
                 self.expr(node)
         else:
             self.expr(node)
+
+
+class OutlineWalker(Walker):
+    """The walk of an outline (parse.summarize(outline=True)): definitions, bindings of
+    modules and classes, bases and annotations; the calls and uses it meets are not kept."""
+
+    def add_call(self, *args: object) -> None:
+        return None
+
+    def use(self, *args: object) -> None:
+        return None
 
 
 _STATEMENTS = {
