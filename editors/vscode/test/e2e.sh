@@ -7,8 +7,10 @@
 # the MCP server definitions are registered and listed (MCP: List Servers) where the editor
 # has the API (elsewhere the output channel must say why not); then that an untrusted
 # workspace's own interpreter never runs; then that a nested project's tests count in the
-# lens of the function they call (fixtures/source_roots), and that a loose file opened
-# without a workspace folder gets its folder indexed.
+# lens of the function they call (fixtures/source_roots), that a loose file opened
+# without a workspace folder gets its folder indexed, and that `anchorLs.python` (workspace
+# settings) gives the index a library's classes (fixtures/libraries), which go when it is
+# removed, while the workspace's own .venv/bin/python never runs.
 #
 # Usage: e2e.sh              install what is missing, then run the test
 #        e2e.sh --prepare    only install (apt, .vsix, code-server, playwright-core): no
@@ -476,4 +478,33 @@ print(urllib.parse.quote(json.dumps([["openFile", "vscode-remote://" + sys.argv[
 grep -rqs "no workspace folder; indexing $LOOSE " "$RUN/data/logs" \
   || die "loose folder: the server's log does not say it indexed $LOOSE for want of a folder"
 log "loose folder: the server indexed the opened file's folder"
+
+# --- 10. the environment the repository runs on (anchorLs.python) ------------------------
+# fixtures/libraries/app (a repository on Django and others) with its workspace settings
+# naming, as anchorLs.python, a venv whose packages are fixtures/libraries/site-packages
+# (tests/support/library_env.py, as the server and Neovim tests build it). The workspace
+# also plants modules and a `.venv/bin/python` that leave a mark when run
+# (tests/support/planted.py). The hint and lens show the library's base and the method it
+# overrides; with the setting removed, no restart, they show the index without them; and
+# nothing of the workspace ran, its .venv/bin/python included.
+cp "$RUN/settings-initial.json" "$RUN/data/User/settings.json"
+read -r WS4 ENV_PYTHON < <("$PY_ABS" -P -c 'import json, sys; sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from library_env import copy_app, make_environment
+from planted import plant, plant_interpreter
+run, marks = Path(sys.argv[2]), Path(sys.argv[3])
+app = copy_app(run / "environment")
+plant(app, marks)
+plant_interpreter(app, marks)
+python = make_environment(run / "libraries-env")
+(app / ".vscode").mkdir()
+(app / ".vscode" / "settings.json").write_text(json.dumps({"anchorLs.python": str(python)}))
+print(app, python)' "$REPO/tests/support" "$RUN" "$MARKS")
+log "environment: $WS4 with anchorLs.python $ENV_PYTHON"
+E2E_WS="$WS4" drive environment code-server-environment.log "folder=$WS4"
+grep -rqsF "libraries from $ENV_PYTHON (from setting)" "$RUN/data/logs" \
+  || die "environment: the anchor-ls log does not say the libraries come from $ENV_PYTHON"
+marks="$(ls "$MARKS")"
+[ -z "$marks" ] || die "environment: the workspace's interpreter or modules ran: $(echo $marks)"
+log "environment: the library's base and override shown with anchorLs.python, gone without it; the workspace's .venv/bin/python never ran"
 log "PASS"
