@@ -146,3 +146,33 @@ async def test_outgoing_calls_reach_library_methods_at_their_files(ed: Editor) -
     assert [(c.from_.detail, [r.start.line for r in c.from_ranges]) for c in incoming or []] == [
         ("shop/clients.py:Client.fetch", [call_line])
     ]
+
+
+async def test_a_lens_listed_before_its_override_went_away_counts_none(ed: Editor) -> None:
+    """A client resolves lenses it listed before an edit (VS Code does as it scrolls): where
+    the method overrides nothing now, the title says so, never a bare `overrides`."""
+    doc = ed.open(VIEWS)
+    before = ed.text(VIEWS)
+    try:
+        lenses = await ed.client.text_document_code_lens_async(
+            types.CodeLensParams(types.TextDocumentIdentifier(doc))
+        )
+        special = line_of(before, "class SpecialArticleView(") + 1
+        stale = next(
+            lens
+            for lens in lenses or []
+            if lens.range.start.line == special and lens.data["field"] == "OVERRIDES"
+        )
+        ed.change(doc, before.replace("SpecialArticleView(ArticleView):", "SpecialArticleView:"))
+
+        async def resolved_after_the_edit() -> types.CodeLens | None:
+            lens = await ed.client.code_lens_resolve_async(stale)
+            assert lens.command is not None
+            return None if lens.command.title == "overrides ArticleView.dispatch" else lens
+
+        lens = await ed.until(resolved_after_the_edit, "the edit to reach the index")
+        assert lens.command.title == "0 overridden definitions"
+        assert lens.command.arguments[2] == []
+    finally:
+        ed.change(doc, before)
+        ed.close(VIEWS)

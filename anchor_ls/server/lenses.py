@@ -138,7 +138,7 @@ def resolve_lens(folder: Folder, lens: types.CodeLens, encoding: str) -> types.C
         found.append(types.Location(where.uri(path), where.range(path, span)))
     locations = [_plain(loc) for loc in found]
     position = where.name_location(entity).range.start
-    if field == NAMED_FIELD:  # `overrides View.dispatch`: the name says more than a count
+    if field == NAMED_FIELD and ids:  # `overrides View.dispatch`: the name says more
         named = f"{look(field).symbol} {', '.join(short_name(i, graph) for i in ids)}"
     else:
         named = title(field, len(ids), len(across), other_noun)
