@@ -61,6 +61,9 @@ class ClassTables:
 
     def __init__(self) -> None:
         self.shares: dict[str, Share] = {}
+        # file -> the other files whose shares name its classes or functions (a base, a
+        # function bound as a method): the shares a renumbering of it rewrites
+        self._naming: dict[str, set[str]] = defaultdict(set)
         self._empty()
 
     def _empty(self) -> None:
@@ -74,9 +77,13 @@ class ClassTables:
         old = self.shares.pop(path, None)
         if old is not None:
             self._apply(old, set.discard)
+            for named in _named_files(path, old):
+                self._naming[named].discard(path)
         if share is not None:
             self.shares[path] = share
             self._apply(share, set.add)
+            for named in _named_files(path, share):
+                self._naming[named].add(path)
 
     def _apply(self, share: Share, op: Callable[[set, ScopeRef], None]) -> None:
         for name, cls in share.definers:
@@ -90,12 +97,18 @@ class ClassTables:
 
     def renumber(self, path: str, numbers: dict[int, int]) -> None:
         """path's scopes moved (old index -> new); its own share is stale and dropped
-        (it is put again once the file is read)."""
-        shares = {p: s for p, s in self.shares.items() if p != path}
-        self.shares = {}
-        self._empty()
-        for p, share in shares.items():
+        (it is put again once the file is read). Only the shares that name path's scopes
+        are rewritten: rebuilding every table took 1-4 s of an edit on Django."""
+        self.put(path, None)
+        for p in sorted(self._naming.get(path, ())):
+            share = self.shares[p]
             self.put(p, Share(*(renumbered(part, path, numbers) for part in share)))
+
+
+def _named_files(path: str, share: Share) -> set[str]:
+    """The files other than path whose scopes a share of path names."""
+    refs = (ref for part in share for pair in part for ref in pair if type(ref) is tuple)
+    return {ref[0] for ref in refs if ref[0] != path}
 
 
 class Caches:
