@@ -336,7 +336,12 @@ class FileFacts:
                     table[key] = type(values)(renumbered(v, path, numbers) for v in values)
         for keyed in (self.sites, self.via, self.refs):
             if any(path in value_paths(key[1]) for key in keyed):
-                renamed = {renumbered(k, path, numbers): spans for k, spans in keyed.items()}
+                renamed = {
+                    (key[0], renumbered(key[1], path, numbers))
+                    if path in value_paths(key[1])
+                    else key: spans
+                    for key, spans in keyed.items()
+                }
                 keyed.clear()
                 keyed.update(renamed)
 

@@ -300,21 +300,20 @@ def renumber(db: BinderState, path: str, numbers: dict[int, int], passers: Itera
         per_scope = db._scope_contrib.get(src)
         if per_scope is not None:
             db._scope_contrib[src] = {
-                idx: renumbered(c, path, numbers) for idx, c in per_scope.items()
+                idx: _renamed(c, path, numbers) for idx, c in per_scope.items()
             }
         old = db._contrib.get(src)
         if old is None:
             continue
-        new = {
-            renumbered(fn, path, numbers): renumbered(params, path, numbers)
-            for fn, params in old.items()
-        }
+        new = _renamed(old, path, numbers)
         db._contrib[src] = new
-        for fn in old:
+        gone = [fn for fn, params in old.items() if new.get(fn) is not params]
+        came = [fn for fn, params in new.items() if old.get(fn) is not params]
+        for fn in gone:
             db._contrib_by_fn[fn].pop(src, None)
-        for fn, params in new.items():
-            db._contrib_by_fn[fn][src] = params
-        fns.update(old, new)
+        for fn in came:
+            db._contrib_by_fn[fn][src] = new[fn]
+        fns.update(gone, came)
     for fn in fns:  # merged again from their sources, as set_contribution does
         merged: dict[str, set[Value]] = defaultdict(set)
         for params in db._contrib_by_fn[fn].values():
@@ -326,6 +325,19 @@ def renumber(db: BinderState, path: str, numbers: dict[int, int], passers: Itera
             db.param_facts.pop(fn, None)
             db._contrib_by_fn.pop(fn, None)
     db.clear_caches()
+
+
+def _renamed(contrib: dict, path: str, numbers: dict[int, int]) -> dict:
+    """Argument facts (function -> parameter -> values) with path's scopes renumbered;
+    the entries that name none of them are kept as they are."""
+    out = {}
+    for fn, params in contrib.items():
+        values = (v for vs in params.values() for v in vs)
+        if fn[0] == path or any(path in value_paths(v) for v in values):
+            out[renumbered(fn, path, numbers)] = renumbered(params, path, numbers)
+        else:
+            out[fn] = params
+    return out
 
 
 def passers(db: BinderState, path: str) -> list[str]:
