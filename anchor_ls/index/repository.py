@@ -115,6 +115,7 @@ class Index(Invalidation):
         self._reparser = Reparser()  # the trees of files under edit
         self._hashes: dict[str, str] = {}
         self._facts: dict[str, FileFacts] = {}
+        self._fact_holders: dict[str, set[str]] | None = None  # see Invalidation._facts_naming
         self._interface_memo: dict[str, list[tuple[FileSummary, set[tuple[str, str]]]]] = {}
         self._ids: dict[str, list[str]] = {}
         # After a warm start, until the resolution state (facts, argument values) is read
@@ -191,7 +192,7 @@ class Index(Invalidation):
         self._sources, self._hashes = Sources(), {}
         # A full build starts from nothing: facts of an earlier build may name files now gone.
         self.binder = Binder()
-        self._facts, self._ids = {}, {}
+        self._facts, self._ids, self._fact_holders = {}, {}, None
         self._lazy = None
         if self.externals is not None:  # a library may have changed since the last build
             self.externals.close()
@@ -363,7 +364,7 @@ class Index(Invalidation):
     # ----- resolution -----------------------------------------------------
     def _resolve_files(self, progress: Progress | None) -> None:
         """Resolve the binder's files from no argument facts, and publish the graph."""
-        self._facts = {}
+        self._facts, self._fact_holders = {}, None
         self._resolve_all(sorted(self.binder.summaries), progress)
         # What was evaluated, and the name tables read off the bodies, are the bulk of the
         # memory: the graph and the cache are built in their place (an edit evaluates again
@@ -608,6 +609,7 @@ class Index(Invalidation):
                 calls_before[rel] = self._scope_calls(rel)
 
         def after_file(rel: str) -> None:
+            self._note_facts(rel)
             touched.update(self._apply_edges(rel))
 
         resolved, settled = reresolve(
@@ -759,7 +761,7 @@ class Index(Invalidation):
         self.binder = Binder()
         self.binder.set_files(summaries, self.root.name, self.roots)
         self.binder.restore_passed(contrib)
-        self._facts = facts
+        self._facts, self._fact_holders = facts, None
         # the ids the restored graph holds, one string each: 5 MB on Django made again
         one = {ident: ident for ident in self._graph.entities}
         self._ids = {p: [one.get(i, i) for i in factlib.scope_ids(s)] for p, s in summaries.items()}

@@ -1,0 +1,125 @@
+"""A definition added above others renumbers its file's later scopes: whatever other files
+hold of them (their facts, the argument values they pass, their class-table shares) must
+follow, though those files are not resolved again. Later edits read what they hold, so each
+step is checked against a fresh build.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_index_incremental import all_sites, edit
+
+from anchor_ls.index import CALLS, Index
+
+LIB = """\
+def first():
+    pass
+
+
+def target():
+    pass
+
+
+class Base:
+    def run(self):
+        self.hook()
+
+    def hook(self):
+        pass
+"""
+
+# Calls lib's target, passes it on as a value, and subclasses lib's Base: none of it
+# names what an insertion above adds, so an edit of lib.py leaves this file unresolved.
+USER = """\
+from lib import Base, target
+import runner
+
+
+def use():
+    target()
+    runner.run(target)
+
+
+class Sub(Base):
+    def hook(self):
+        pass
+
+
+def other():
+    pass
+"""
+
+RUNNER = """\
+def run(callback):
+    callback()
+
+
+def idle():
+    pass
+"""
+
+CALLER = "from lib import target\n\n\ndef call():\n    target()\n"
+
+
+def same_as_fresh(index: Index) -> None:
+    fresh = Index(index.root, use_cache=False)
+    fresh.build()
+    assert index.graph.to_json() == fresh.graph.to_json()
+    assert all_sites(index) == all_sites(fresh)
+
+
+def above(name: str) -> str:
+    return f"def {name}():\n    pass\n\n\n"
+
+
+def test_a_def_inserted_above_others_in_a_much_called_file_equals_a_fresh_build(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    for rel, text in (("lib.py", LIB), ("user.py", USER), ("runner.py", RUNNER)):
+        (root / rel).write_text(text, encoding="utf-8")
+    for n in range(4):
+        (root / f"caller_{n}.py").write_text(CALLER, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    assert "user.py:Sub.hook" in index.graph.out(CALLS, "lib.py:Base.run")
+    assert "lib.py:target" in index.graph.out(CALLS, "runner.py:run")
+    index.prepare_edits("lib.py")
+
+    # Base.run's self.hook() reaches Sub.hook through user.py's class-table share.
+    edit(index, "lib.py", lambda text: above("_x") + text)
+    same_as_fresh(index)
+    # run's callback holds what user.py passes: lib.py's target, at its new index.
+    edit(
+        index,
+        "runner.py",
+        lambda text: text.replace("    callback()\n", "    callback()\n    idle()\n"),
+    )
+    same_as_fresh(index)
+
+    # Each of these resolves only what it changed and takes the other facts as held.
+    edit(
+        index,
+        "user.py",
+        lambda text: text.replace("def other():\n    pass", "def other():\n    return 1"),
+    )
+    same_as_fresh(index)
+    for n in range(4):
+        edit(index, f"caller_{n}.py", lambda text: text + "\n\ndef more():\n    return 2\n")
+    same_as_fresh(index)
+    # A file that calls into lib.py only after the first renumbering is renumbered too.
+    edit(index, "late.py", lambda _text: CALLER.replace("call", "late"))
+    edit(index, "lib.py", lambda text: above("_y") + text)
+    same_as_fresh(index)
+    edit(index, "late.py", lambda text: text + "\n\ndef more():\n    return 2\n")
+    same_as_fresh(index)
+
+    # And back: the definitions taken out again renumber the other way.
+    edit(index, "lib.py", lambda text: text.replace(above("_y") + above("_x"), ""))
+    same_as_fresh(index)
+    edit(index, "user.py", lambda text: text.replace("return 1", "return 3"))
+    edit(index, "runner.py", lambda text: text.replace("    idle()\n", ""))
+    edit(index, "late.py", lambda text: text.replace("return 2", "return 3"))
+    same_as_fresh(index)
