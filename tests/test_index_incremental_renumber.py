@@ -123,3 +123,36 @@ def test_a_def_inserted_above_others_in_a_much_called_file_equals_a_fresh_build(
     edit(index, "runner.py", lambda text: text.replace("    idle()\n", ""))
     edit(index, "late.py", lambda text: text.replace("return 2", "return 3"))
     same_as_fresh(index)
+
+
+# Each function hands its argument one call deeper: a build's rounds stop with the values
+# still flowing down the chain, so resolved in the present argument facts the file passes
+# more than its facts say.
+CHAIN = "".join(f"def step_{n}(value):\n    step_{n + 1}(value)\n\n\n" for n in range(10)) + (
+    "def step_10(value):\n    value.run()\n\n\n"
+    "class Job:\n    def run(self):\n        pass\n\n\n"
+    "def start():\n    step_0(Job())\n"
+)
+
+
+def test_a_def_inserted_above_a_chain_still_flowing_settles_as_a_body_edit_does(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "chain.py").write_text(CHAIN, encoding="utf-8")
+    (root / "user.py").write_text(
+        "from chain import step_0, Job\n\n\ndef use():\n    step_0(Job())\n", encoding="utf-8"
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("chain.py")
+
+    # What flowed after the build's last round is no change of the edit's: it is taken
+    # as held, not carried on down the chain (which no round limit settles).
+    edit(index, "chain.py", lambda text: above("_x") + text)
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+    edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)

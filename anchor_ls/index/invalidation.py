@@ -23,7 +23,7 @@ from anchor_ls.index.interface import (
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Entity, Graph, path_of
 from anchor_ls.index.roots import states_a_root
 from anchor_ls.index.sources import Sources
-from anchor_ls.index.state import FileFacts
+from anchor_ls.index.state import FileFacts, renumbered
 from anchor_ls.syntax.parse import has_word, may_mention, words_sketch
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.summary import Body, FileSummary
@@ -109,14 +109,20 @@ class Invalidation:
                         dependents.add(importer)
                         if importer.endswith("__init__.py"):
                             todo.append(importer)
+        numbers: dict[int, int] = {}
+        gone: set[int] = set()
+        passed_all: dict | None = None  # what all of rel passed before its scopes moved
         if old is not None and interface_changed:
             # Definitions added, removed or moved: facts naming a removed scope are dropped,
             # the others follow their scope to its new index.
             numbers, gone = renumbering(layout(old), layout(summary))
             passers = self.binder.passers(rel)
+            moves = any(i != j for i, j in numbers.items())
+            if moves and self.binder.knows_scopes(rel):  # found while the facts hold still
+                passed_all = self.binder.passed_now(rel, set(range(len(old.scopes))))
             if gone:
                 dependents |= self._forget_values_into(rel, gone)
-            if any(i != j for i, j in numbers.items()):
+            if moves:
                 # Only what names rel's scopes is rewritten: walking every file's facts
                 # and argument facts took 2-4 s of a def added above others on Django.
                 self.binder.renumber(rel, numbers, passers)
@@ -143,6 +149,12 @@ class Invalidation:
         if edit is not None:
             redo = {i for i in edit.redo if i < len(old.scopes)}
             passed_before[rel] = self.binder.passed_now(rel, redo)
+        elif old is not None and interface_changed:
+            # rel is resolved whole: its baseline is what all of it passes, as moved.
+            if passed_all is None and self.binder.knows_scopes(rel):
+                passed_all = self.binder.passed_now(rel, set(range(len(old.scopes))))
+            if passed_all is not None:
+                passed_before[rel] = _moved_baseline(passed_all, rel, numbers, gone)
         for dep in sorted(dependents):
             summary_of_dep = self.binder.summaries.get(dep)
             if summary_of_dep is not None and self.binder.knows_scopes(dep):
@@ -380,3 +392,21 @@ class Invalidation:
                     out.add(path)
                     break
         return out
+
+
+def _moved_baseline(passed: dict, rel: str, numbers: dict[int, int], gone: Container[int]) -> dict:
+    """What rel passed before an edit that moved its scopes, naming them as the edit left
+    them: the facts naming a scope gone are dropped, as _forget_values_into drops them.
+
+    Without this baseline, whatever rel's arguments picked up after a build's last round
+    counted as the edit's change and flowed on past every round left (a def added above
+    others in django/utils/html.py resolved the whole repository again, 75 s)."""
+    kept: dict = {}
+    for fn, params in passed.items():
+        if fn[0] == rel and fn[1] in gone:
+            continue
+        kept[fn] = {
+            name: {v for v in values if not names_scope(v, rel, gone)}
+            for name, values in params.items()
+        }
+    return renumbered(kept, rel, numbers)  # type: ignore[return-value]
