@@ -156,3 +156,29 @@ def test_a_def_inserted_above_a_chain_still_flowing_settles_as_a_body_edit_does(
     edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
     assert index.stats().resolved_afresh == 0
     same_as_fresh(index)
+
+
+def test_a_def_inserted_above_a_subclass_leaves_its_bases_file_as_it_is(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    # chain.py's Base dispatches self.hook(): only a change of a subclass's hook concerns it.
+    base = (
+        "class Base:\n    def go(self):\n        self.hook()\n\n    def hook(self):\n        pass\n"
+    )
+    (root / "chain.py").write_text(CHAIN + "\n\n" + base, encoding="utf-8")
+    (root / "lib.py").write_text(
+        "from chain import Base\n\n\ndef first():\n    pass\n\n\n"
+        "class Sub(Base):\n    def hook(self):\n        pass\n",
+        encoding="utf-8",
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("lib.py")
+
+    # Sub only moves: chain.py, still flowing, is not resolved again as if it had changed.
+    edit(index, "lib.py", lambda text: text.replace("def first", above("_x") + "def first"))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+    edit(index, "lib.py", lambda text: text.replace(above("_x"), ""))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
