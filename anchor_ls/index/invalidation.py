@@ -399,8 +399,8 @@ def _moved_baseline(passed: dict, rel: str, numbers: dict[int, int], gone: Conta
     them: the facts naming a scope gone are dropped, as _forget_values_into drops them.
 
     Without this baseline, whatever rel's arguments picked up after a build's last round
-    counted as the edit's change and flowed on past every round left (a def added above
-    others in django/utils/html.py resolved the whole repository again, 75 s)."""
+    counted as the edit's change and flowed on past every round left, and the whole
+    repository was resolved again (a chain of calls deeper than the rounds does it)."""
     kept: dict = {}
     for fn, params in passed.items():
         if fn[0] == rel and fn[1] in gone:
