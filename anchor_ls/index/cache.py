@@ -201,6 +201,22 @@ class Cache:
             return None
         return self._verified(f"summary\0{path}\0{digest}", row[0]) if row else None
 
+    def holds_under(self, folders: tuple[str, ...]) -> bool:
+        """Whether a summary of a file inside one of folders is held (a range of the
+        primary key per folder: no row is read)."""
+        try:
+            for folder in folders:
+                low = folder.rstrip("/") + "/"
+                high = low[:-1] + chr(ord("/") + 1)
+                found = self.db.execute(
+                    "SELECT 1 FROM summaries WHERE path >= ? AND path < ? LIMIT 1", (low, high)
+                ).fetchone()
+                if found:
+                    return True
+        except sqlite3.DatabaseError:
+            return False
+        return False
+
     def store_summaries(self, items: list[tuple[str, str, bytes]]) -> None:
         """Store (relpath, hash, pickled summary) rows, replacing older versions of those paths."""
         if not items:

@@ -429,6 +429,8 @@ class Index(Invalidation):
         to spare."""
         if self.externals is None or not self._use_cache or self.workers < 2:
             return None
+        if self.externals.has_read_before():  # the few files not read yet: lazily
+            return None
         context = prefetch_context(len(summaries))
         if context is None:
             return None
