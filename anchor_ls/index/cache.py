@@ -76,6 +76,11 @@ def default_cache_dir(root: Path) -> Path:
         return fallback
 
 
+def cache_dir_made(root: Path) -> bool:
+    """Whether default_cache_dir(root) was made before (asking makes nothing)."""
+    return (root / ".anchor-ls").is_dir() or user_cache_folder(root).is_dir()
+
+
 class Cache:
     """Rows in, rows out: every blob is signed on the way in and verified on the way out,
     so callers only ever unpickle bytes this user's anchor-ls wrote."""
@@ -226,6 +231,13 @@ class Cache:
         rows = ((p, h, sign(f"summary\0{p}\0{h}", blob)) for p, h, blob in items)
         with self._writing() as db:
             db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", rows)
+
+    def holds_graph(self) -> bool:
+        """Whether any graph is stored: a cold cache need not wait for the fingerprint."""
+        try:
+            return self.db.execute("SELECT 1 FROM graph LIMIT 1").fetchone() is not None
+        except sqlite3.DatabaseError:
+            return True  # load_graph says what it finds
 
     def load_graph(
         self, fingerprint: str, prefix: str
