@@ -183,9 +183,17 @@ def test_a_warm_start_and_another_environment_each_give_their_own_graph(tmp_path
     }
 
 
-def test_edits_keep_the_library_edges_as_a_fresh_build_has_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_edits_keep_the_library_edges_as_a_fresh_build_has_them(tmp_path: Path, start: str) -> None:
+    """After a warm start too: the graph came from the cache, the library is read again
+    for the edit."""
     app = copy_app(tmp_path)
-    index = build(app, fake_environment(), use_cache=False)
+    cache = tmp_path / "cache"
+    index = build(app, fake_environment(), cache_dir=cache)
+    if start == "warm":
+        index.close()
+        index = build(app, fake_environment(), cache_dir=cache)
+        assert index.stats().reparsed == 0
     views = app / "shop" / "views.py"
     text = views.read_text(encoding="utf-8").replace(
         "class HomeView(TemplateView):", "class HomeView(RedirectView):"

@@ -226,7 +226,7 @@ class Index(Invalidation):
         asking = isinstance(self._environment, Asking) and not self._cache_made()
         cache = None if asking else self._open_cache()
         if cache is not None and cache.holds_graph():
-            stamp = self._fingerprint()
+            stamp = self._with_environment()
             stored = cache.load_graph(stamp, GRAPH)
             self._note_cache(cache)
             if stored is not None and self._restore(*stored, stamp):
@@ -237,9 +237,8 @@ class Index(Invalidation):
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
         summaries, fresh, cached = self._summaries(cache, progress)
-        stamp = self._fingerprint()  # the interpreter's answer is waited for here
+        stamp = self._with_environment()
         cache = self._open_cache()
-        self.externals = self._new_externals()
         self._prefetch = self._start_prefetch(summaries)
         # SQLite writes the new summaries (0.1-0.3 s) while this thread reads them; done
         # before the workers start (a spawned one reads them from the cache, and a
@@ -269,8 +268,12 @@ class Index(Invalidation):
         self._built = stamp
         return self.stats()
 
-    def _fingerprint(self) -> str:
-        """What a stored graph must have been built from to be this build's."""
+    def _with_environment(self) -> str:
+        """The fingerprint a stored graph must have been built under to be this build's,
+        once the environment is known (a named interpreter's answer is waited for here),
+        and what the binder leaves outside read from that environment from now on."""
+        if self.externals is None:
+            self.externals = self._new_externals()
         return fingerprint(
             self.exclude, self.max_file_bytes, self.roots, self._hashes, self.environment.identity()
         )
