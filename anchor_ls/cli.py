@@ -57,10 +57,10 @@ def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) ->
             source_roots=args.source_root or (),
             python=args.python,
         )
+        with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
+            index.build(progress=step)
     except EnvironmentProblem as err:  # --python names no usable interpreter
         _refuse(str(err))
-    with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
-        index.build(progress=step)
     return index
 
 

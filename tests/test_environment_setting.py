@@ -75,13 +75,18 @@ def test_the_cli_never_runs_an_interpreter_it_was_not_given(
     assert marks_left(marks) == []
 
 
-def test_the_cli_runs_the_named_interpreter_and_refuses_a_broken_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["index", "mcp"])
+def test_the_cli_runs_the_named_interpreter_and_refuses_a_broken_one(
+    tmp_path: Path, command: str
+) -> None:
+    """mcp too refuses before a client connects (it would serve EOF and exit 0)."""
     repo, python, marks = repository(tmp_path)
     assert ANCHOR_LS is not None
     run = subprocess.run(
-        [ANCHOR_LS, "index", ".", "--python", str(python)],
+        [ANCHOR_LS, command, ".", "--python", str(python)],
         cwd=repo,
         env=activated(repo),
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
     )

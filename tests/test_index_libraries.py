@@ -183,9 +183,17 @@ def test_a_warm_start_and_another_environment_each_give_their_own_graph(tmp_path
     }
 
 
-def test_edits_keep_the_library_edges_as_a_fresh_build_has_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_edits_keep_the_library_edges_as_a_fresh_build_has_them(tmp_path: Path, start: str) -> None:
+    """After a warm start too: the graph came from the cache, the library is read again
+    for the edit."""
     app = copy_app(tmp_path)
-    index = build(app, fake_environment(), use_cache=False)
+    cache = tmp_path / "cache"
+    index = build(app, fake_environment(), cache_dir=cache)
+    if start == "warm":
+        index.close()
+        index = build(app, fake_environment(), cache_dir=cache)
+        assert index.stats().reparsed == 0
     views = app / "shop" / "views.py"
     text = views.read_text(encoding="utf-8").replace(
         "class HomeView(TemplateView):", "class HomeView(RedirectView):"
@@ -358,6 +366,28 @@ def test_the_library_files_a_build_imports_are_parsed_by_a_process_of_their_own(
     assert lazy.stats().libraries_prefetched == 0
     assert lazy.stats().libraries_read == len(needed)
     assert index.graph.to_json() == lazy.graph.to_json()
+
+
+def test_a_machine_that_has_read_its_libraries_reads_none_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the library cache holds the environment's outlines, a cold build of another
+    repository (here: another cache folder) reads them from it as resolution reaches them:
+    a read-ahead would walk every body of the repository for nothing left to parse."""
+    from anchor_ls.index import repository
+
+    started: list[int] = []  # prefetch processes started, build by build
+    real = repository.Prefetch
+    monkeypatch.setattr(repository, "Prefetch", lambda *a: started.append(1) or real(*a))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    app = copy_app(tmp_path)
+    first = build(app, fake_environment(), cache_dir=tmp_path / "c1", workers=2)
+    assert first.stats().libraries_prefetched > 0 and started == [1]
+    first.close()
+    again = build(app, fake_environment(), cache_dir=tmp_path / "c2", workers=2)
+    assert started == [1]
+    assert again.stats().libraries_read == 0  # every outline came from the cache
+    assert again.graph.to_json() == first.graph.to_json()
 
 
 def test_a_library_file_changed_after_the_prefetch_read_it_is_read_again_or_said(

@@ -179,6 +179,11 @@ def serve(
     index = Index(
         root, cache_dir=cache_dir, exclude=exclude, source_roots=source_roots, python=python
     )
+    try:  # an interpreter that cannot be used stops the server before a client connects
+        log.info("libraries from %s", index.environment.python or "anchor-ls's environment")
+    except BaseException:
+        index.close()
+        raise
     service = Service(index, max_items)
     service.start()
     try:

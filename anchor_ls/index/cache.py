@@ -76,6 +76,11 @@ def default_cache_dir(root: Path) -> Path:
         return fallback
 
 
+def cache_dir_made(root: Path) -> bool:
+    """Whether default_cache_dir(root) was made before (asking makes nothing)."""
+    return (root / ".anchor-ls").is_dir() or user_cache_folder(root).is_dir()
+
+
 class Cache:
     """Rows in, rows out: every blob is signed on the way in and verified on the way out,
     so callers only ever unpickle bytes this user's anchor-ls wrote."""
@@ -201,6 +206,22 @@ class Cache:
             return None
         return self._verified(f"summary\0{path}\0{digest}", row[0]) if row else None
 
+    def holds_under(self, folders: tuple[str, ...]) -> bool:
+        """Whether a summary of a file inside one of folders is held (a range of the
+        primary key per folder: no row is read)."""
+        try:
+            for folder in folders:
+                low = folder.rstrip("/") + "/"
+                high = low[:-1] + chr(ord("/") + 1)
+                found = self.db.execute(
+                    "SELECT 1 FROM summaries WHERE path >= ? AND path < ? LIMIT 1", (low, high)
+                ).fetchone()
+                if found:
+                    return True
+        except sqlite3.DatabaseError:
+            return False
+        return False
+
     def store_summaries(self, items: list[tuple[str, str, bytes]]) -> None:
         """Store (relpath, hash, pickled summary) rows, replacing older versions of those paths."""
         if not items:
@@ -210,6 +231,13 @@ class Cache:
         rows = ((p, h, sign(f"summary\0{p}\0{h}", blob)) for p, h, blob in items)
         with self._writing() as db:
             db.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", rows)
+
+    def holds_graph(self) -> bool:
+        """Whether any graph is stored: a cold cache need not wait for the fingerprint."""
+        try:
+            return self.db.execute("SELECT 1 FROM graph LIMIT 1").fetchone() is not None
+        except sqlite3.DatabaseError:
+            return True  # load_graph says what it finds
 
     def load_graph(
         self, fingerprint: str, prefix: str

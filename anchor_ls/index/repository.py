@@ -16,8 +16,8 @@ from anchor_ls.index import facts as factlib
 from anchor_ls.index.bind.rounds import reresolve, resolve_all
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, first_changed_line
-from anchor_ls.index.cache import Cache, content_hash, default_cache_dir
-from anchor_ls.index.environment import Environment, environment_for
+from anchor_ls.index.cache import Cache, cache_dir_made, content_hash, default_cache_dir
+from anchor_ls.index.environment import Asking, Environment, asking
 from anchor_ls.index.externals import Externals
 from anchor_ls.index.files import Problem, Skipped, is_excluded, python_files, read_file
 from anchor_ls.index.invalidation import Invalidation
@@ -88,10 +88,11 @@ class Index(Invalidation):
         """source_roots: folders absolute imports start from that no file states (relative
         to root, or absolute inside it); those the files state are found (index/roots.py).
         python: the interpreter whose installed packages the code uses (index/environment.py):
-        None for the one anchor-ls runs in; a named one is asked for its search path here
-        (EnvironmentProblem when it cannot be used)."""
+        None for the one anchor-ls runs in; a named one is asked for its search path while
+        the first build reads the files. EnvironmentProblem when it cannot be used: here
+        when that is plain at once (no such file), else from build() or `environment`."""
         self.root = Path(root).resolve()
-        self.environment = environment_for(python, self.root)
+        self._environment: Environment | Asking = asking(python, self.root)
         self._graph = Graph(str(self.root))  # what mutations change (under self.lock)
         self._published = self._snapshot_now(rebuilt=True)
         self.problems: dict[str, Problem] = {}
@@ -107,8 +108,9 @@ class Index(Invalidation):
         self._cache_dir = Path(cache_dir) if cache_dir else None
         self._use_cache = use_cache
         self._cache: Cache | None = None
-        # What the names the binder leaves outside are in the environment (None: none)
-        self.externals = self._new_externals()
+        # What the names the binder leaves outside are in the environment (None: none, or
+        # not built yet)
+        self.externals: Externals | None = None
         self._method_names: MethodNames | None = None  # of the graph, for overrides
         self.binder = Binder()
         self._sources = Sources()
@@ -126,6 +128,15 @@ class Index(Invalidation):
         self._prefetched = 0  # outlines the last build's prefetch parsed
         self._built: str | None = None  # the fingerprint of the build, until a file changes
         self.lock = threading.RLock()  # serialises mutations
+
+    @property
+    def environment(self) -> Environment:
+        """The environment libraries are read from; a named interpreter's answer is waited
+        for here (EnvironmentProblem: it cannot be used)."""
+        found = self._environment
+        if isinstance(found, Asking):
+            self._environment = found = found.environment()
+        return found
 
     # ----- what readers see -------------------------------------------------
     @property
@@ -196,7 +207,7 @@ class Index(Invalidation):
         self._lazy = None
         if self.externals is not None:  # a library may have changed since the last build
             self.externals.close()
-        self.externals = self._new_externals()
+            self.externals = None
         relpaths: list[str] = []
         for item in python_files(self.root, self.exclude):
             if isinstance(item, Skipped):
@@ -209,15 +220,13 @@ class Index(Invalidation):
             if data is not None:
                 self._sources.put(rel, data, pack=False)  # packed once the build needs no more
                 self._hashes[rel] = content_hash(data)
-        cache = self._open_cache()
-        stamp = fingerprint(
-            self.exclude,
-            self.max_file_bytes,
-            self.roots,
-            self._hashes,
-            self.environment.identity(),
-        )
-        if cache is not None:
+        # A named interpreter's answer may still be on its way: the files are parsed
+        # meanwhile. A cache that holds no graph cannot hold this one, so the answer is
+        # not needed before; and none is made before it came (it may be a refusal).
+        asking = isinstance(self._environment, Asking) and not self._cache_made()
+        cache = None if asking else self._open_cache()
+        if cache is not None and cache.holds_graph():
+            stamp = self._with_environment()
             stored = cache.load_graph(stamp, GRAPH)
             self._note_cache(cache)
             if stored is not None and self._restore(*stored, stamp):
@@ -228,6 +237,8 @@ class Index(Invalidation):
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
         summaries, fresh, cached = self._summaries(cache, progress)
+        stamp = self._with_environment()
+        cache = self._open_cache()
         self._prefetch = self._start_prefetch(summaries)
         # SQLite writes the new summaries (0.1-0.3 s) while this thread reads them; done
         # before the workers start (a spawned one reads them from the cache, and a
@@ -256,6 +267,16 @@ class Index(Invalidation):
         self._note_cache(cache)
         self._built = stamp
         return self.stats()
+
+    def _with_environment(self) -> str:
+        """The fingerprint a stored graph must have been built under to be this build's,
+        once the environment is known (a named interpreter's answer is waited for here),
+        and what the binder leaves outside read from that environment from now on."""
+        if self.externals is None:
+            self.externals = self._new_externals()
+        return fingerprint(
+            self.exclude, self.max_file_bytes, self.roots, self._hashes, self.environment.identity()
+        )
 
     # ----- data derived from a build -------------------------------------
     def derived(self, name: str) -> memoryview | None:
@@ -312,6 +333,11 @@ class Index(Invalidation):
                 self._problem(str(folder), "cache", f"no cache ({err}); indexing without one")
                 return None
         return self._cache
+
+    def _cache_made(self) -> bool:
+        if self._cache is not None:
+            return True
+        return self._cache_dir.is_dir() if self._cache_dir else cache_dir_made(self.root)
 
     def _note_cache(self, cache: Cache | None) -> None:
         """What the cache had to say since last asked (rebuilt, foreign rows ignored, a
@@ -428,6 +454,8 @@ class Index(Invalidation):
         resolve (index/prefetch.py): with a library cache to hand them over, and a core
         to spare."""
         if self.externals is None or not self._use_cache or self.workers < 2:
+            return None
+        if self.externals.has_read_before():  # the few files not read yet: lazily
             return None
         context = prefetch_context(len(summaries))
         if context is None:
@@ -817,6 +845,8 @@ class Index(Invalidation):
         return stats
 
     def close(self) -> None:
+        if isinstance(self._environment, Asking):
+            self._environment.close()
         if self._cache is not None:
             self._cache.close()
             self._cache = None

@@ -207,13 +207,20 @@ class Folder:
         if self.policy is None:  # until the graph's figures are known
             self.policy = resolve_policy(settings.policy, 0.0, settings.max_items)
         self.environment_problem = None
+        first = self.index is None  # serve what is known while the graph fills in
         try:
             index = self._new_index(settings, shared_cache)
-            if self.index is None:
-                # First build: serve what is known while the graph fills in.
+            if first:
                 self.index = index
             with collector_paused():
-                stats = index.build(progress)
+                try:
+                    stats = index.build(progress)
+                except EnvironmentProblem as err:  # the interpreter answered while it built
+                    index.close()
+                    index = self._without_environment(err, settings, shared_cache)
+                    if first:
+                        self.index = index
+                    stats = index.build(progress)
         except Exception as exc:  # reported to the client; the server keeps running
             log.exception("indexing %s failed", self.root)
             self.state = FAILED
@@ -229,18 +236,26 @@ class Folder:
         """The Index the settings describe. A `python` setting that names no usable
         interpreter is told (environment_problem) and the index reads the server's own
         environment instead: hints without libraries beat no hints."""
-        options: dict[str, Any] = {
+        python = _python(settings, self.root)
+        try:
+            return Index(self.root, python=python, **self._options(settings, shared_cache))
+        except EnvironmentProblem as err:
+            return self._without_environment(err, settings, shared_cache)
+
+    def _without_environment(
+        self, err: EnvironmentProblem, settings: Settings, shared_cache: bool
+    ) -> Index:
+        """The index with the server's own environment, the named one's problem told (it
+        may be found when the Index is made, or only when its build waits for the answer)."""
+        self.environment_problem = f"{err}; libraries are read from the server's own environment"
+        return Index(self.root, **self._options(settings, shared_cache))
+
+    def _options(self, settings: Settings, shared_cache: bool) -> dict[str, Any]:
+        return {
             "cache_dir": _cache_dir(settings, self.root, shared_cache),
             "exclude": settings.exclude,
             "source_roots": settings.source_roots,
         }
-        try:
-            return Index(self.root, python=_python(settings, self.root), **options)
-        except EnvironmentProblem as err:
-            self.environment_problem = (
-                f"{err}; libraries are read from the server's own environment"
-            )
-            return Index(self.root, **options)
 
     def choose_policy(self, settings: Settings) -> None:
         graph = self.graph

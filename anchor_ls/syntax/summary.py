@@ -441,24 +441,29 @@ def shared_expression(value: Any, seen: dict[tuple, tuple]) -> Any:
     object (RecursionError for an expression too deep to walk)."""
     if not isinstance(value, tuple):
         return value
-    items = tuple(shared_expression(v, seen) for v in value)
     # the type and items tell a tuple: nested tuples by identity (each is the one seen),
-    # strings as they are, other constants with their type (True == 1 == 1.0)
-    key = (type(value), *(_item_key(v) for v in items))
-    found = seen.get(key)
+    # strings as they are, other constants with their type (True == 1 == 1.0). One loop,
+    # no generators: this runs for every expression a file holds (a tenth of an outline).
+    key: list[object] = [type(value)]
+    items: list[object] = []
+    same = True
+    for item in value:
+        kind = type(item)
+        if kind is str:
+            key.append(item)
+        elif isinstance(item, tuple):
+            one = shared_expression(item, seen)
+            same = same and one is item
+            item = one
+            key.append(id(one))
+        else:
+            key.append((kind, item if kind is int or item is None else repr(item)))
+        items.append(item)
+    frozen = tuple(key)
+    found = seen.get(frozen)
     if found is None:
-        same = all(a is b for a, b in zip(items, value, strict=True))
-        found = seen[key] = value if same else tuple.__new__(type(value), items)
+        found = seen[frozen] = value if same else tuple.__new__(type(value), items)
     return found
-
-
-def _item_key(item: object) -> object:
-    kind = type(item)
-    if kind is str:
-        return item
-    if isinstance(item, tuple):
-        return id(item)
-    return (kind, item if kind is int or item is None else repr(item))
 
 
 # The Scope fields the parser appends to.
