@@ -10,7 +10,7 @@ from pathlib import Path
 
 from test_index_incremental import all_sites, edit
 
-from anchor_ls.index import CALLS, Index
+from anchor_ls.index import CALLS, REFERENCES, Index
 
 LIB = """\
 def first():
@@ -180,5 +180,39 @@ def test_a_def_inserted_above_a_subclass_leaves_its_bases_file_as_it_is(tmp_path
     assert index.stats().resolved_afresh == 0
     same_as_fresh(index)
     edit(index, "lib.py", lambda text: text.replace(above("_x"), ""))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+
+
+# Each step takes its argument as a callback, a local that names a function, and hands
+# that on: a reference to what it holds. A build's rounds stop with the callback three
+# calls down the chain, so the last steps it reached never took it as a reference.
+KEPT_CHAIN = "".join(
+    f"def step_{n}(value):\n    callback = value\n    step_{n + 1}(callback)\n\n\n"
+    for n in range(8)
+) + (
+    "def step_8(value):\n    pass\n\n\ndef callback():\n    pass\n\n\n"
+    "def start():\n    step_0(callback)\n"
+)
+
+
+def test_a_def_inserted_above_others_leaves_their_references_as_a_build_found_them(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "chain.py").write_text(KEPT_CHAIN, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("chain.py")
+    assert "chain.py:callback" in index.graph.out(REFERENCES, "chain.py:step_1")
+    assert "chain.py:callback" not in index.graph.out(REFERENCES, "chain.py:step_7")
+
+    # Only the def added (and the module binding it) is resolved: the steps keep what a
+    # build of the new text finds, not what the argument facts grown since would give.
+    edit(index, "chain.py", lambda text: above("_x") + text)
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+    edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
     assert index.stats().resolved_afresh == 0
     same_as_fresh(index)

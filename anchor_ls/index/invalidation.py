@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Container, Sequence
 
 from anchor_ls.index import facts as factlib
+from anchor_ls.index.bind.flow import moved_contribution
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, body_edit
 from anchor_ls.index.interface import (
@@ -23,7 +24,7 @@ from anchor_ls.index.interface import (
 from anchor_ls.index.model import CALLS, IMPORTS, INHERITS, Entity, Graph, path_of
 from anchor_ls.index.roots import states_a_root
 from anchor_ls.index.sources import Sources
-from anchor_ls.index.state import FileFacts, renumbered
+from anchor_ls.index.state import FileFacts
 from anchor_ls.syntax.parse import has_word, may_mention, words_sketch
 from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.summary import Body, FileSummary
@@ -111,23 +112,62 @@ class Invalidation:
                             todo.append(importer)
         numbers: dict[int, int] = {}
         gone: set[int] = set()
-        passed_all: dict | None = None  # what all of rel passed before its scopes moved
+        if old is not None and interface_changed:
+            numbers, gone = renumbering(layout(old), layout(summary))
+        moves = any(i != j for i, j in numbers.items())
+        # Scopes other than at the same index before: what rel's own scopes found moves
+        # with them (a def inserted above others, or renamed), unless the edit only added
+        # definitions after the others or removed the last ones.
+        shared = min(len(old.scopes), len(summary.scopes)) if old is not None else 0
+        in_place = not interface_changed or all(numbers.get(i) == i for i in range(shared))
+        edit = None
+        if edited and old and self.binder.knows_scopes(rel):
+            unread = self._unread_changes(old, summary, names, numbers) if names else frozenset()
+            if not interface_changed or unread:
+                old_bodies = self.binder.bodies(rel)
+                edit = body_edit(
+                    old,
+                    old_bodies,
+                    summary,
+                    bodies,
+                    line,
+                    delta,
+                    walked,
+                    unread,
+                    None if in_place else numbers,
+                )
+        # What the files to resolve again pass as they stand, in the present argument facts:
+        # an edit propagates only what it changes of that (see _reresolve). rel's is found
+        # before its scopes move, while the binder's facts and its summary agree.
+        passed_before: dict[str, dict] = {}
+        if old is not None and interface_changed and self.binder.knows_scopes(rel):
+            if edit is None:  # resolved whole: its baseline is what all of it passes
+                redo = set(range(len(old.scopes)))
+            else:
+                if gone:  # what a scope kept found of a scope gone it finds no more
+                    edit.redo |= {numbers[i] for i in self._naming(rel, gone) if i in numbers}
+                was_at = {j: i for i, j in numbers.items()}
+                redo = {was_at[j] for j in edit.redo if j in was_at}
+            passed = self.binder.passed_now(rel, redo)
+            passed_before[rel] = moved_contribution(passed, rel, numbers, gone)
+        elif edit is not None:
+            passed_before[rel] = self.binder.passed_now(
+                rel, edit.redo & set(range(len(old.scopes)))
+            )
         if old is not None and interface_changed:
             # Definitions added, removed or moved: facts naming a removed scope are dropped,
             # the others follow their scope to its new index.
-            numbers, gone = renumbering(layout(old), layout(summary))
             passers = self.binder.passers(rel)
-            moves = any(i != j for i, j in numbers.items())
-            if moves and self.binder.knows_scopes(rel):  # found while the facts hold still
-                passed_all = self.binder.passed_now(rel, set(range(len(old.scopes))))
             if gone:
                 dependents |= self._forget_values_into(rel, gone)
-            if moves:
+            if not in_place:
                 # Only what names rel's scopes is rewritten: walking every file's facts
                 # and argument facts took 2-4 s of a def added above others on Django.
-                self.binder.renumber(rel, numbers, passers)
-                for holder in self._facts_naming(rel):
+                self.binder.renumber(rel, numbers, passers, gone)
+                for holder in self._facts_naming(rel) if moves else ():
                     self._facts[holder].renumber(rel, numbers)
+                if rel in self._facts:  # what rel's own scopes found follows them
+                    self._facts[rel].move_scopes(numbers)
             # Only files that name what changed, or that link to a changed definition, can
             # now resolve differently (and star importers).
             if names is not None:
@@ -137,24 +177,6 @@ class Invalidation:
                 dependents = {
                     d for d in dependents if d in linked or self._mentions(d, names, holders)
                 }
-        edit = None
-        if edited and old and self.binder.knows_scopes(rel):
-            unread = self._unread_changes(old, summary, names) if names else frozenset()
-            if not interface_changed or unread:
-                old_bodies = self.binder.bodies(rel)
-                edit = body_edit(old, old_bodies, summary, bodies, line, delta, walked, unread)
-        # What the files to resolve again pass as they stand, in the present argument facts:
-        # an edit propagates only what it changes of that (see _reresolve).
-        passed_before: dict[str, dict] = {}
-        if edit is not None:
-            redo = {i for i in edit.redo if i < len(old.scopes)}
-            passed_before[rel] = self.binder.passed_now(rel, redo)
-        elif old is not None and interface_changed:
-            # rel is resolved whole: its baseline is what all of it passes, as moved.
-            if passed_all is None and self.binder.knows_scopes(rel):
-                passed_all = self.binder.passed_now(rel, set(range(len(old.scopes))))
-            if passed_all is not None:
-                passed_before[rel] = _moved_baseline(passed_all, rel, numbers, gone)
         for dep in sorted(dependents):
             summary_of_dep = self.binder.summaries.get(dep)
             if summary_of_dep is not None and self.binder.knows_scopes(dep):
@@ -188,23 +210,24 @@ class Invalidation:
                 self._fact_holders[named].add(rel)
 
     def _unread_changes(
-        self, old: FileSummary, new: FileSummary, names: set[bytes]
+        self, old: FileSummary, new: FileSummary, names: set[bytes], numbers: dict[int, int]
     ) -> frozenset[str]:
-        """The names of the definitions an edit added after the others or removed from the
-        end, when that is all it changed of the file's interface and no other code of the
-        file reads those names (a function typed at the end of a file and called from
-        nowhere yet, or deleted again); else empty.
+        """The names of the definitions an edit added or removed, above the others or
+        after them, when that is all it changed of the file's interface and no other code
+        of the file reads those names (a function typed into a file and called from
+        nowhere yet, or deleted again); else empty. numbers: where each old scope is now.
 
         Such an edit changes nothing the file's other scopes resolve to: only the added
         definitions and the scopes that bind them need resolving (see body_edit)."""
-        count, shared = len(old.scopes), min(len(old.scopes), len(new.scopes))
-        if count == len(new.scopes) or layout(old)[:shared] != layout(new)[:shared]:
+        kept = list(numbers.values())
+        added = sorted(set(range(len(new.scopes))).difference(kept))
+        if (not added and len(kept) == len(old.scopes)) or kept != sorted(kept):
             return frozenset()
         source = self._sources.get(new.path, keep=False)
         if source is None or b"\r" in source:
             return frozenset()
         lines = source.split(b"\n")
-        for scope in new.scopes[count:]:  # the added definitions' own text
+        for scope in (new.scopes[i] for i in added):  # the added definitions' own text
             lines[scope.start_line - 1 : scope.end_line] = [b""] * (
                 scope.end_line - scope.start_line + 1
             )
@@ -212,6 +235,25 @@ class Invalidation:
         if any(has_word(rest, name) for name in names):
             return frozenset()
         return frozenset(name.decode() for name in names)
+
+    def _naming(self, rel: str, gone: Container[int]) -> set[int]:
+        """The scopes of rel whose facts or argument values name one of its scopes gone
+        (a value passed in from another file, and on)."""
+        out: set[int] = set()
+        facts = self._facts.get(rel)
+        if facts is not None:
+            for table in (facts.calls, facts.bases, facts.outside_bases):
+                for key, values in table.items():
+                    if any(names_scope(v, rel, gone) for v in values):
+                        out.add(key if isinstance(key, int) else key[0])
+            for keyed in (facts.sites, facts.via, facts.refs):
+                out.update(key[0] for key in keyed if names_scope(key[1], rel, gone))
+        for idx, contrib in self.binder.passed_by_scope().get(rel, {}).items():
+            if names_scope(contrib, rel, gone) or any(
+                fn[0] == rel and fn[1] in gone for fn in contrib
+            ):
+                out.add(idx)
+        return out
 
     def _interface_items_of(self, summary: FileSummary) -> set[tuple[str, str]]:
         """The interface items of a summary, kept for the last two of its file: the one
@@ -392,21 +434,3 @@ class Invalidation:
                     out.add(path)
                     break
         return out
-
-
-def _moved_baseline(passed: dict, rel: str, numbers: dict[int, int], gone: Container[int]) -> dict:
-    """What rel passed before an edit that moved its scopes, naming them as the edit left
-    them: the facts naming a scope gone are dropped, as _forget_values_into drops them.
-
-    Without this baseline, whatever rel's arguments picked up after a build's last round
-    counted as the edit's change and flowed on past every round left, and the whole
-    repository was resolved again (a chain of calls deeper than the rounds does it)."""
-    kept: dict = {}
-    for fn, params in passed.items():
-        if fn[0] == rel and fn[1] in gone:
-            continue
-        kept[fn] = {
-            name: {v for v in values if not names_scope(v, rel, gone)}
-            for name, values in params.items()
-        }
-    return renumbered(kept, rel, numbers)  # type: ignore[return-value]
