@@ -216,3 +216,26 @@ def test_a_def_inserted_above_others_leaves_their_references_as_a_build_found_th
     edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
     assert index.stats().resolved_afresh == 0
     same_as_fresh(index)
+
+
+def test_a_def_inserted_above_others_and_called_resolves_its_file_whole_and_settles(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "chain.py").write_text(CHAIN, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("chain.py")
+
+    # start reads the name added: the file is resolved whole, and what its steps pass in
+    # the argument facts grown since the build's last round is taken as held.
+    def call_x(text: str) -> str:
+        return above("_x") + text.replace("def start():\n", "def start():\n    _x()\n")
+
+    edit(index, "chain.py", call_x)
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+    edit(index, "chain.py", lambda text: text.replace(above("_x"), "").replace("    _x()\n", ""))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
