@@ -4,9 +4,11 @@ The index reads installed packages (never imports them) to follow a base, an ove
 a call one step out of the repository. Where they are is the search path of an
 interpreter: by default the one anchor-ls runs in (its own sys.path, read in this
 process), else one the user names, whose sys.path jedi's environment support asks it
-for. No other interpreter is ever run: one inside the opened repository (`.venv/bin/python`)
-is used only when the user names it. jedi (the `env` extra) is imported only for a named
-interpreter and for its copy of typeshed's standard-library stubs.
+for (in a process of anchor-ls's own interpreter, this file run as a script: see
+Asking). No other interpreter is ever run: one inside the opened repository
+(`.venv/bin/python`) is used only when the user names it. jedi (the `env` extra) is
+imported only there, and its copy of typeshed's standard-library stubs is found without
+importing it.
 """
 
 from __future__ import annotations
