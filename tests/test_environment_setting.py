@@ -171,3 +171,37 @@ def test_index_says_whose_libraries_it_read(tmp_path: Path) -> None:
     text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     assert "edges: 10 calls, 8 inherits, 6 overrides, 0 imports, 19 contains\n" in text
     assert f"libraries: 17 definitions outside the repository reached, from {python}\n" in text
+
+
+async def test_the_server_answers_while_the_named_interpreter_is_asked(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """The interpreter is asked while the files are parsed: a status report meanwhile says
+    which one was named, without waiting for it; when it turns out unusable the index
+    reads the server's own environment and says why."""
+    repo, _planted, _marks = repository(tmp_path)
+    go, python = tmp_path / "go", tmp_path / "slow-python"
+    python.write_text(
+        f'#!/bin/sh\nn=0; while [ ! -e "{go}" ] && [ $n -lt 600 ]; do n=$((n+1)); sleep 0.05;'
+        " done\nexit 1\n",
+        encoding="utf-8",
+    )
+    python.chmod(0o755)
+    ed = await start(
+        lsp,
+        repo,
+        lsp.profile,  # type: ignore[attr-defined]
+        options={"anchorLs": {"python": str(python)}},
+    )
+
+    async def indexing() -> dict | None:
+        stats = await ed.command("anchor.stats")
+        return stats if stats["folders"] and "python" in stats["folders"][0] else None
+
+    stats = await ed.until(indexing, "the folder's index made")
+    assert stats["folders"][0]["python"] == str(python)
+    assert stats["folders"][0]["state"] != "ready"  # still waiting for the answer
+    go.touch()
+    stats = await ed.ready()
+    assert stats["folders"][0]["python"] is None
+    assert "not a usable interpreter" in stats["folders"][0]["environmentProblem"]

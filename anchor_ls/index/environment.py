@@ -4,9 +4,11 @@ The index reads installed packages (never imports them) to follow a base, an ove
 a call one step out of the repository. Where they are is the search path of an
 interpreter: by default the one anchor-ls runs in (its own sys.path, read in this
 process), else one the user names, whose sys.path jedi's environment support asks it
-for. No other interpreter is ever run: one inside the opened repository (`.venv/bin/python`)
-is used only when the user names it. jedi (the `env` extra) is imported only for a named
-interpreter and for its copy of typeshed's standard-library stubs.
+for (in a process of anchor-ls's own interpreter, this file run as a script: see
+Asking). No other interpreter is ever run: one inside the opened repository
+(`.venv/bin/python`) is used only when the user names it. jedi (the `env` extra) is
+imported only there, and its copy of typeshed's standard-library stubs is found without
+importing it.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ def asking(python: str | Path | Environment | None, root: Path) -> Environment |
     if key not in _asked:
         kept = _kept_answer(named, stamp)
         if kept is None:
-            return Asking(named, stamp, root)
+            return Asking(named, str(python), stamp, root)
         _asked[key] = kept
     return Environment(_asked[key], typeshed_stdlib(), str(python)).outside(root)
 
@@ -138,7 +140,7 @@ class Asking:
     kept in the user cache while the interpreter and every folder of its path are
     unchanged (a package installed since changes its folder)."""
 
-    def __init__(self, python: Path, stamp: int, root: Path) -> None:
+    def __init__(self, named: Path, python: str, stamp: int, root: Path) -> None:
         try:
             jedi = importlib.util.find_spec("jedi")
         except (ImportError, ValueError):
@@ -148,10 +150,11 @@ class Asking:
                 f"python {python}: reading a named interpreter's packages needs jedi "
                 "(pip install 'anchor-ls[env]')"
             )
-        self.python, self._stamp, self._root = python, stamp, root
+        self.python = python  # as the user named it, as Environment.python
+        self._named, self._stamp, self._root = named, stamp, root
         self._answer: Environment | EnvironmentProblem | None = None
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-P", __file__, str(python)],
+            [sys.executable, "-P", __file__, str(named)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -183,9 +186,9 @@ class Asking:
         if found is None or not all(isinstance(p, str) for p in found):
             why = said.get("problem") or err.decode(errors="replace").strip()[-500:]
             return EnvironmentProblem(f"python {self.python}: not a usable interpreter ({why})")
-        _asked[(str(self.python), self._stamp)] = found
-        _keep_answer(self.python, self._stamp, found)
-        return Environment(found, typeshed_stdlib(), str(self.python)).outside(self._root)
+        _asked[(str(self._named), self._stamp)] = found
+        _keep_answer(self._named, self._stamp, found)
+        return Environment(found, typeshed_stdlib(), self.python).outside(self._root)
 
     def close(self) -> None:
         """Stop the question if nobody waits for its answer any more."""

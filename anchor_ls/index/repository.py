@@ -138,6 +138,12 @@ class Index(Invalidation):
             self._environment = found = found.environment()
         return found
 
+    @property
+    def python(self) -> str | None:
+        """The interpreter the user named (None: anchor-ls's own), its answer not waited
+        for: what a status report shows while a build waits for it."""
+        return self._environment.python
+
     # ----- what readers see -------------------------------------------------
     @property
     def graph(self) -> Graph:
@@ -223,8 +229,8 @@ class Index(Invalidation):
         # A named interpreter's answer may still be on its way: the files are parsed
         # meanwhile. A cache that holds no graph cannot hold this one, so the answer is
         # not needed before; and none is made before it came (it may be a refusal).
-        asking = isinstance(self._environment, Asking) and not self._cache_made()
-        cache = None if asking else self._open_cache()
+        pending = isinstance(self._environment, Asking) and not self._cache_made()
+        cache = None if pending else self._open_cache()
         if cache is not None and cache.holds_graph():
             stamp = self._with_environment()
             stored = cache.load_graph(stamp, GRAPH)

@@ -302,7 +302,7 @@ def _folder_stats(ls: AnchorServer, folder: Folder) -> dict[str, Any]:
     }
     index = folder.index
     if index is not None:  # whose libraries the index reads (None: the server's own Python)
-        entry["python"] = index.environment.python
+        entry["python"] = index.python
         entry["environmentProblem"] = folder.environment_problem
     if index is not None and folder.state == READY:
         # Figures read while the indexer thread changes the index could be torn; when it
