@@ -379,3 +379,17 @@ def test_a_change_in_any_engine_module_retires_old_rows(tmp_path: Path) -> None:
     with (copy / "index" / "bind" / "memo.py").open("a") as f:
         f.write("\n# a change of the binder\n")
     assert schema() != before
+
+
+def test_a_cache_whose_summaries_cannot_be_read_says_so(tmp_path: Path) -> None:
+    """Every file is then parsed again: slower, and said, never silently."""
+    cache = Cache(tmp_path / "cache")
+    cache.store_summaries([("a.py", "h", b"x")])
+    with sqlite3.connect(cache.path) as other:
+        other.execute("DROP TABLE summaries")
+    other.close()
+    assert cache.take_problem() is None
+    assert cache.summaries({"a.py": "h"}) == {}
+    said = cache.take_problem()
+    assert said is not None and "could not be read (no such table: summaries)" in said
+    cache.close()

@@ -185,7 +185,9 @@ class Cache:
             return {}
         try:
             rows = self.db.execute("SELECT path, hash, blob FROM summaries").fetchall()
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as err:  # said: every file is parsed again
+            if self.warning is None:
+                self.warning = f"cache {self.path} could not be read ({err}); files parsed again"
             return {}
         out: dict[str, memoryview] = {}
         for path, digest, blob in rows:
