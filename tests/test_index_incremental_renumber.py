@@ -218,24 +218,32 @@ def test_a_def_inserted_above_others_leaves_their_references_as_a_build_found_th
     same_as_fresh(index)
 
 
-def test_a_def_inserted_above_others_and_called_resolves_its_file_whole_and_settles(
+JOB = "class Job:\n    def run(self):\n        pass\n\n\n"
+SUB = "class _Sub(Job):\n    def run(self):\n        pass\n\n\n"
+
+
+def test_a_def_inserted_above_others_that_the_file_reads_equals_a_fresh_build(
     tmp_path: Path,
 ) -> None:
+    """A subclass with an override, or a def that start calls: the file is resolved whole
+    again, its scopes taking in what arrived after the build's last round. The graph
+    must still be a fresh build's (by the rounds, else by resolving afresh), never one
+    that settled with edges no build has (references step_3 -> callback)."""
     root = tmp_path / "r"
     root.mkdir()
-    (root / "chain.py").write_text(CHAIN, encoding="utf-8")
+    (root / "chain.py").write_text(JOB + KEPT_CHAIN, encoding="utf-8")
     index = Index(root, use_cache=False)
     index.build()
     index.prepare_edits("chain.py")
-
-    # start reads the name added: the file is resolved whole, and what its steps pass in
-    # the argument facts grown since the build's last round is taken as held.
-    def call_x(text: str) -> str:
-        return above("_x") + text.replace("def start():\n", "def start():\n    _x()\n")
-
-    edit(index, "chain.py", call_x)
-    assert index.stats().resolved_afresh == 0
+    edit(index, "chain.py", lambda text: text.replace(JOB, JOB + SUB))
     same_as_fresh(index)
-    edit(index, "chain.py", lambda text: text.replace(above("_x"), "").replace("    _x()\n", ""))
-    assert index.stats().resolved_afresh == 0
+    edit(index, "chain.py", lambda text: JOB + KEPT_CHAIN)
+    same_as_fresh(index)
+    edit(
+        index,
+        "chain.py",
+        lambda text: text.replace(JOB, JOB + above("_x")).replace(
+            "def start():\n", "def start():\n    _x()\n"
+        ),
+    )
     same_as_fresh(index)

@@ -138,17 +138,18 @@ class Invalidation:
                 )
         # What the files to resolve again pass as they stand, in the present argument facts:
         # an edit propagates only what it changes of that (see _reresolve). rel's is found
-        # before its scopes move, while the binder's facts and its summary agree.
+        # before its scopes move, while the binder's facts and its summary agree. A file
+        # resolved whole gets none: its scopes take in the argument values that arrived
+        # after a build's last round, and only counted as changes do they bring the graph
+        # to a fresh build's (by the rounds, else by resolving afresh); taken as held,
+        # the edit settled with edges no fresh build has (a subclass with an override, or
+        # a decorated def, inserted above others in the base class's file).
         passed_before: dict[str, dict] = {}
-        if old is not None and interface_changed and self.binder.knows_scopes(rel):
-            if edit is None:  # resolved whole: its baseline is what all of it passes
-                redo = set(range(len(old.scopes)))
-            else:
-                if gone:  # what a scope kept found of a scope gone it finds no more
-                    edit.redo |= {numbers[i] for i in self._naming(rel, gone) if i in numbers}
-                was_at = {j: i for i, j in numbers.items()}
-                redo = {was_at[j] for j in edit.redo if j in was_at}
-            passed = self.binder.passed_now(rel, redo)
+        if edit is not None and interface_changed:
+            if gone:  # what a scope kept found of a scope gone it finds no more
+                edit.redo |= {numbers[i] for i in self._naming(rel, gone) if i in numbers}
+            was_at = {j: i for i, j in numbers.items()}
+            passed = self.binder.passed_now(rel, {was_at[j] for j in edit.redo if j in was_at})
             passed_before[rel] = moved_contribution(passed, rel, numbers, gone)
         elif edit is not None:
             passed_before[rel] = self.binder.passed_now(
@@ -163,10 +164,10 @@ class Invalidation:
             if not in_place:
                 # Only what names rel's scopes is rewritten: walking every file's facts
                 # and argument facts took 2-4 s of a def added above others on Django.
-                self.binder.renumber(rel, numbers, passers, gone)
+                self.binder.renumber(rel, numbers, passers, gone, keep_own=edit is not None)
                 for holder in self._facts_naming(rel) if moves else ():
                     self._facts[holder].renumber(rel, numbers)
-                if rel in self._facts:  # what rel's own scopes found follows them
+                if rel in self._facts and edit is not None:  # what they found follows them
                     self._facts[rel].move_scopes(numbers)
             # Only files that name what changed, or that link to a changed definition, can
             # now resolve differently (and star importers).

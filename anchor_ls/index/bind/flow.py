@@ -293,6 +293,8 @@ def renumber(
     numbers: dict[int, int],
     passers: Iterable[str],
     gone: Container[int] = (),
+    *,
+    keep_own: bool = True,
 ) -> None:
     """path's scopes moved (old index -> new; gone: those removed): rename every argument
     fact naming them.
@@ -305,11 +307,14 @@ def renumber(
     an edit that only added or removed definitions resolves those alone: resolved whole
     in the argument facts grown since the build's last round, the other scopes found
     what a build of the same text does not (a def added above the others in
-    django/db/models/fields/__init__.py: 30 references more, 6 fewer)."""
+    django/db/models/fields/__init__.py: 30 references more, 6 fewer). Not keep_own:
+    path is resolved whole again, from scratch (what arrived after the build's last
+    round then counts as a change, and the rounds or a fresh resolution settle it as a
+    build does)."""
     if db._tables is not None:
         db._tables.renumber(path, numbers)
-    own = db._scope_contrib.get(path)
-    if own is not None:
+    own = db._scope_contrib.pop(path, None)
+    if own is not None and keep_own:
         db._scope_contrib[path] = {
             numbers[idx]: moved_contribution(contrib, path, numbers, gone)
             for idx, contrib in own.items()
