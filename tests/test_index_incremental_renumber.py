@@ -10,7 +10,7 @@ from pathlib import Path
 
 from test_index_incremental import all_sites, edit
 
-from anchor_ls.index import CALLS, Index
+from anchor_ls.index import CALLS, REFERENCES, Index
 
 LIB = """\
 def first():
@@ -122,4 +122,128 @@ def test_a_def_inserted_above_others_in_a_much_called_file_equals_a_fresh_build(
     edit(index, "user.py", lambda text: text.replace("return 1", "return 3"))
     edit(index, "runner.py", lambda text: text.replace("    idle()\n", ""))
     edit(index, "late.py", lambda text: text.replace("return 2", "return 3"))
+    same_as_fresh(index)
+
+
+# Each function hands its argument one call deeper: a build's rounds stop with the values
+# still flowing down the chain, so resolved in the present argument facts the file passes
+# more than its facts say.
+CHAIN = "".join(f"def step_{n}(value):\n    step_{n + 1}(value)\n\n\n" for n in range(10)) + (
+    "def step_10(value):\n    value.run()\n\n\n"
+    "class Job:\n    def run(self):\n        pass\n\n\n"
+    "def start():\n    step_0(Job())\n"
+)
+
+
+def test_a_def_inserted_above_a_chain_still_flowing_settles_as_a_body_edit_does(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "chain.py").write_text(CHAIN, encoding="utf-8")
+    (root / "user.py").write_text(
+        "from chain import step_0, Job\n\n\ndef use():\n    step_0(Job())\n", encoding="utf-8"
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("chain.py")
+
+    # What flowed after the build's last round is no change of the edit's: it is taken
+    # as held, not carried on down the chain (which no round limit settles).
+    edit(index, "chain.py", lambda text: above("_x") + text)
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+    edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+
+
+def test_a_def_inserted_above_a_subclass_leaves_its_bases_file_as_it_is(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    # chain.py's Base dispatches self.hook(): only a change of a subclass's hook concerns it.
+    base = (
+        "class Base:\n    def go(self):\n        self.hook()\n\n    def hook(self):\n        pass\n"
+    )
+    (root / "chain.py").write_text(CHAIN + "\n\n" + base, encoding="utf-8")
+    (root / "lib.py").write_text(
+        "from chain import Base\n\n\ndef first():\n    pass\n\n\n"
+        "class Sub(Base):\n    def hook(self):\n        pass\n",
+        encoding="utf-8",
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("lib.py")
+
+    # Sub only moves: chain.py, still flowing, is not resolved again as if it had changed.
+    edit(index, "lib.py", lambda text: text.replace("def first", above("_x") + "def first"))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+    edit(index, "lib.py", lambda text: text.replace(above("_x"), ""))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+
+
+# Each step takes its argument as a callback, a local that names a function, and hands
+# that on: a reference to what it holds. A build's rounds stop with the callback three
+# calls down the chain, so the last steps it reached never took it as a reference.
+KEPT_CHAIN = "".join(
+    f"def step_{n}(value):\n    callback = value\n    step_{n + 1}(callback)\n\n\n"
+    for n in range(8)
+) + (
+    "def step_8(value):\n    pass\n\n\ndef callback():\n    pass\n\n\n"
+    "def start():\n    step_0(callback)\n"
+)
+
+
+def test_a_def_inserted_above_others_leaves_their_references_as_a_build_found_them(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "chain.py").write_text(KEPT_CHAIN, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("chain.py")
+    assert "chain.py:callback" in index.graph.out(REFERENCES, "chain.py:step_1")
+    assert "chain.py:callback" not in index.graph.out(REFERENCES, "chain.py:step_7")
+
+    # Only the def added (and the module binding it) is resolved: the steps keep what a
+    # build of the new text finds, not what the argument facts grown since would give.
+    edit(index, "chain.py", lambda text: above("_x") + text)
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+    edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
+    assert index.stats().resolved_afresh == 0
+    same_as_fresh(index)
+
+
+JOB = "class Job:\n    def run(self):\n        pass\n\n\n"
+SUB = "class _Sub(Job):\n    def run(self):\n        pass\n\n\n"
+
+
+def test_a_def_inserted_above_others_that_the_file_reads_equals_a_fresh_build(
+    tmp_path: Path,
+) -> None:
+    """A subclass with an override, or a def that start calls: the file is resolved whole
+    again, its scopes taking in what arrived after the build's last round. The graph
+    must still be a fresh build's (by the rounds, else by resolving afresh), never one
+    that settled with edges no build has (references step_3 -> callback)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "chain.py").write_text(JOB + KEPT_CHAIN, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits("chain.py")
+    edit(index, "chain.py", lambda text: text.replace(JOB, JOB + SUB))
+    same_as_fresh(index)
+    edit(index, "chain.py", lambda text: JOB + KEPT_CHAIN)
+    same_as_fresh(index)
+    edit(
+        index,
+        "chain.py",
+        lambda text: text.replace(JOB, JOB + above("_x")).replace(
+            "def start():\n", "def start():\n    _x()\n"
+        ),
+    )
     same_as_fresh(index)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from anchor_ls.index.interface import renumbered_definitions
 from anchor_ls.syntax.reparse import common_prefix
 from anchor_ls.syntax.summary import Body, FileSummary, Scope, Span, local_names
 
@@ -37,6 +38,7 @@ def body_edit(
     delta: int,
     walked: Sequence[int] | None = None,
     unread: frozenset[str] = frozenset(),
+    numbers: dict[int, int] | None = None,
 ) -> BodyEdit | None:
     """What an edit changed in the scopes of a file, given the first line it changed and
     the lines it added (negative: removed), and the scopes walked again when the others
@@ -48,28 +50,42 @@ def body_edit(
     The file's definitions stayed the same, or (unread) new ones were added after them or
     the last ones removed, under names no other code of the file reads: the added ones
     are resolved, and a scope that binds only those names otherwise changes nothing for
-    the functions nested in it."""
+    the functions nested in it.
+
+    numbers: where each old scope is now (see interface.renumbering), when unread ones
+    were added or removed above others. The scopes gone are then none of the edit's:
+    the caller drops what they found as it moves the others' to their new indices."""
     count = len(old.scopes)
     if len(new.scopes) != count and not unread:
         return None
-    redo = set(range(count, len(new.scopes)))
-    gone = set(range(len(new.scopes), count))
+    shifted = numbers is not None and any(i != j for i, j in numbers.items())
+    if numbers is None:
+        numbers = {i: i for i in range(min(count, len(new.scopes)))}
+        gone = set(range(len(new.scopes), count))
+        removed = gone
+    else:
+        gone, removed = set(), set(range(count)).difference(numbers)
+    was_at = {j: i for i, j in numbers.items()}  # new index -> old
+    redo = set(range(len(new.scopes))).difference(was_at)
     if any(_reaches_out(new.scopes[i]) for i in redo) or any(
-        _reaches_out(old.scopes[i]) for i in gone
+        _reaches_out(old.scopes[i]) for i in removed
     ):
         return None
     seen_inside: set[int] = set(redo)  # redone scopes whose change nested functions may see
-    for i in walked if walked is not None else range(min(count, len(new.scopes))):
-        if i >= count or i >= len(new.scopes):  # added (in redo already) or gone
+    for i in walked if walked is not None else range(len(new.scopes)):
+        k = was_at.get(i)
+        if k is None:  # added (in redo already) or gone
             continue
-        was = _shape(old.scopes[i], old_bodies[i], line, delta)
+        was = _shape(old.scopes[k], old_bodies[k], line, delta)
+        if shifted:
+            was = renumbered_definitions(was, numbers)  # type: ignore[assignment]
         now = _shape(new.scopes[i], new_bodies[i], line, 0)
         if was == now:
             continue
         redo.add(i)
         if unread and _binds_otherwise_only(was, now, unread):
             continue  # it binds the definitions added or gone, which nothing nested reads
-        if _reaches_out(old.scopes[i]) or _reaches_out(new.scopes[i]):
+        if _reaches_out(old.scopes[k]) or _reaches_out(new.scopes[i]):
             return None
         seen_inside.add(i)
     # A scope's names are seen by the functions nested in it.

@@ -96,6 +96,20 @@ def renumbering(
     return numbers, gone
 
 
+def renumbered_definitions(expr: object, numbers: dict[int, int]) -> object:
+    """A summary's expression (or a list or tuple of them) with the scope indices its
+    definitions name (`("f", index)`, `("dw", index, k)`) moved old -> new: two versions
+    of a scope whose file had a def inserted above it then compare equal."""
+    if isinstance(expr, tuple) and expr:
+        head = expr[0]
+        if head in ("f", "dw") and len(expr) in (2, 3) and type(expr[1]) is int:
+            return (head, numbers.get(expr[1], expr[1]), *expr[2:])
+        return tuple(renumbered_definitions(item, numbers) for item in expr)
+    if isinstance(expr, list):
+        return [renumbered_definitions(item, numbers) for item in expr]
+    return expr
+
+
 def names_scope(data: object, rel: str, gone: Container[int] | None) -> bool:
     """Whether a binder value (nested tuples, sets and dicts of them) names a scope of file
     rel that is in gone (None: any): ("f"|"b"|"c"|"i"|"I"|"S"|"g", rel, index)."""

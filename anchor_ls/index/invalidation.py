@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Container, Sequence
 
 from anchor_ls.index import facts as factlib
+from anchor_ls.index.bind.flow import moved_contribution
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, body_edit
 from anchor_ls.index.interface import (
@@ -109,19 +110,65 @@ class Invalidation:
                         dependents.add(importer)
                         if importer.endswith("__init__.py"):
                             todo.append(importer)
+        numbers: dict[int, int] = {}
+        gone: set[int] = set()
+        if old is not None and interface_changed:
+            numbers, gone = renumbering(layout(old), layout(summary))
+        moves = any(i != j for i, j in numbers.items())
+        # Scopes other than at the same index before: what rel's own scopes found moves
+        # with them (a def inserted above others, or renamed), unless the edit only added
+        # definitions after the others or removed the last ones.
+        shared = min(len(old.scopes), len(summary.scopes)) if old is not None else 0
+        in_place = not interface_changed or all(numbers.get(i) == i for i in range(shared))
+        edit = None
+        if edited and old and self.binder.knows_scopes(rel):
+            unread = self._unread_changes(old, summary, names, numbers) if names else frozenset()
+            if not interface_changed or unread:
+                old_bodies = self.binder.bodies(rel)
+                edit = body_edit(
+                    old,
+                    old_bodies,
+                    summary,
+                    bodies,
+                    line,
+                    delta,
+                    walked,
+                    unread,
+                    None if in_place else numbers,
+                )
+        # What the files to resolve again pass as they stand, in the present argument facts:
+        # an edit propagates only what it changes of that (see _reresolve). rel's is found
+        # before its scopes move, while the binder's facts and its summary agree. A file
+        # resolved whole gets none: its scopes take in the argument values that arrived
+        # after a build's last round, and only counted as changes do they bring the graph
+        # to a fresh build's (by the rounds, else by resolving afresh); taken as held,
+        # the edit settled with edges no fresh build has (a subclass with an override, or
+        # a decorated def, inserted above others in the base class's file).
+        passed_before: dict[str, dict] = {}
+        if edit is not None and interface_changed:
+            if gone:  # what a scope kept found of a scope gone it finds no more
+                edit.redo |= {numbers[i] for i in self._naming(rel, gone) if i in numbers}
+            was_at = {j: i for i, j in numbers.items()}
+            passed = self.binder.passed_now(rel, {was_at[j] for j in edit.redo if j in was_at})
+            passed_before[rel] = moved_contribution(passed, rel, numbers, gone)
+        elif edit is not None:
+            passed_before[rel] = self.binder.passed_now(
+                rel, edit.redo & set(range(len(old.scopes)))
+            )
         if old is not None and interface_changed:
             # Definitions added, removed or moved: facts naming a removed scope are dropped,
             # the others follow their scope to its new index.
-            numbers, gone = renumbering(layout(old), layout(summary))
             passers = self.binder.passers(rel)
             if gone:
                 dependents |= self._forget_values_into(rel, gone)
-            if any(i != j for i, j in numbers.items()):
+            if not in_place:
                 # Only what names rel's scopes is rewritten: walking every file's facts
                 # and argument facts took 2-4 s of a def added above others on Django.
-                self.binder.renumber(rel, numbers, passers)
-                for holder in self._facts_naming(rel):
+                self.binder.renumber(rel, numbers, passers, gone, keep_own=edit is not None)
+                for holder in self._facts_naming(rel) if moves else ():
                     self._facts[holder].renumber(rel, numbers)
+                if rel in self._facts and edit is not None:  # what they found follows them
+                    self._facts[rel].move_scopes(numbers)
             # Only files that name what changed, or that link to a changed definition, can
             # now resolve differently (and star importers).
             if names is not None:
@@ -131,18 +178,6 @@ class Invalidation:
                 dependents = {
                     d for d in dependents if d in linked or self._mentions(d, names, holders)
                 }
-        edit = None
-        if edited and old and self.binder.knows_scopes(rel):
-            unread = self._unread_changes(old, summary, names) if names else frozenset()
-            if not interface_changed or unread:
-                old_bodies = self.binder.bodies(rel)
-                edit = body_edit(old, old_bodies, summary, bodies, line, delta, walked, unread)
-        # What the files to resolve again pass as they stand, in the present argument facts:
-        # an edit propagates only what it changes of that (see _reresolve).
-        passed_before: dict[str, dict] = {}
-        if edit is not None:
-            redo = {i for i in edit.redo if i < len(old.scopes)}
-            passed_before[rel] = self.binder.passed_now(rel, redo)
         for dep in sorted(dependents):
             summary_of_dep = self.binder.summaries.get(dep)
             if summary_of_dep is not None and self.binder.knows_scopes(dep):
@@ -176,23 +211,24 @@ class Invalidation:
                 self._fact_holders[named].add(rel)
 
     def _unread_changes(
-        self, old: FileSummary, new: FileSummary, names: set[bytes]
+        self, old: FileSummary, new: FileSummary, names: set[bytes], numbers: dict[int, int]
     ) -> frozenset[str]:
-        """The names of the definitions an edit added after the others or removed from the
-        end, when that is all it changed of the file's interface and no other code of the
-        file reads those names (a function typed at the end of a file and called from
-        nowhere yet, or deleted again); else empty.
+        """The names of the definitions an edit added or removed, above the others or
+        after them, when that is all it changed of the file's interface and no other code
+        of the file reads those names (a function typed into a file and called from
+        nowhere yet, or deleted again); else empty. numbers: where each old scope is now.
 
         Such an edit changes nothing the file's other scopes resolve to: only the added
         definitions and the scopes that bind them need resolving (see body_edit)."""
-        count, shared = len(old.scopes), min(len(old.scopes), len(new.scopes))
-        if count == len(new.scopes) or layout(old)[:shared] != layout(new)[:shared]:
+        kept = list(numbers.values())
+        added = sorted(set(range(len(new.scopes))).difference(kept))
+        if (not added and len(kept) == len(old.scopes)) or kept != sorted(kept):
             return frozenset()
         source = self._sources.get(new.path, keep=False)
         if source is None or b"\r" in source:
             return frozenset()
         lines = source.split(b"\n")
-        for scope in new.scopes[count:]:  # the added definitions' own text
+        for scope in (new.scopes[i] for i in added):  # the added definitions' own text
             lines[scope.start_line - 1 : scope.end_line] = [b""] * (
                 scope.end_line - scope.start_line + 1
             )
@@ -200,6 +236,25 @@ class Invalidation:
         if any(has_word(rest, name) for name in names):
             return frozenset()
         return frozenset(name.decode() for name in names)
+
+    def _naming(self, rel: str, gone: Container[int]) -> set[int]:
+        """The scopes of rel whose facts or argument values name one of its scopes gone
+        (a value passed in from another file, and on)."""
+        out: set[int] = set()
+        facts = self._facts.get(rel)
+        if facts is not None:
+            for table in (facts.calls, facts.bases, facts.outside_bases):
+                for key, values in table.items():
+                    if any(names_scope(v, rel, gone) for v in values):
+                        out.add(key if isinstance(key, int) else key[0])
+            for keyed in (facts.sites, facts.via, facts.refs):
+                out.update(key[0] for key in keyed if names_scope(key[1], rel, gone))
+        for idx, contrib in self.binder.passed_by_scope().get(rel, {}).items():
+            if names_scope(contrib, rel, gone) or any(
+                fn[0] == rel and fn[1] in gone for fn in contrib
+            ):
+                out.add(idx)
+        return out
 
     def _interface_items_of(self, summary: FileSummary) -> set[tuple[str, str]]:
         """The interface items of a summary, kept for the last two of its file: the one

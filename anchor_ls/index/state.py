@@ -309,6 +309,24 @@ class FileFacts:
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
 
+    def move_scopes(self, numbers: dict[int, int]) -> None:
+        """The file's own scopes moved (old index -> new; those left out are gone): what
+        each found follows it, what the gone ones found is dropped (see renumber for the
+        values that name them)."""
+        by_index = (self.counts, self.bases, self.outside_sites, self.outside_bases)
+        keyed = (self.calls, self.sites, self.via, self.refs, self.dense)
+        held = {i for table in by_index for i in table}
+        held.update(key[0] for table in keyed for key in table)
+        self.forget_scopes(held.difference(numbers))
+        for table in by_index:
+            moved: dict = {numbers[i]: found for i, found in table.items()}
+            table.clear()
+            table.update(moved)
+        for table in keyed:
+            moved = {(numbers[key[0]], *key[1:]): found for key, found in table.items()}
+            table.clear()
+            table.update(moved)
+
     def move_lines(self, moved: Callable[[Span], Span]) -> None:
         """The file's text moved (an edit added or removed lines): every span follows."""
         for table in (self.sites, self.refs, self.dense):

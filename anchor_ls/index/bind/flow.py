@@ -11,11 +11,12 @@ The rounds that drive them are in anchor_ls.index.bind.rounds.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Container, Iterable
 
 from anchor_ls.index.bind import classes, evaluate, lookup
 from anchor_ls.index.bind.db import BinderState
 from anchor_ls.index.bind.values import in_order
+from anchor_ls.index.interface import names_scope
 from anchor_ls.index.state import (
     EMPTY,
     Class,
@@ -286,19 +287,43 @@ def retract(db: BinderState, fns: set[tuple[str, int]]) -> set[str]:
     return files
 
 
-def renumber(db: BinderState, path: str, numbers: dict[int, int], passers: Iterable[str]) -> None:
-    """path's scopes moved (old index -> new): rename every argument fact naming them.
+def renumber(
+    db: BinderState,
+    path: str,
+    numbers: dict[int, int],
+    passers: Iterable[str],
+    gone: Container[int] = (),
+    *,
+    keep_own: bool = True,
+) -> None:
+    """path's scopes moved (old index -> new; gone: those removed): rename every argument
+    fact naming them.
 
     passers: passers(path) before the edit dropped any facts naming path's scopes gone
     (the per-scope shares of a file that passed them may still name them). Only those
-    files' facts are rewritten: rewriting every file's took 1-2 s of an edit on Django."""
+    files' facts are rewritten: rewriting every file's took 1-2 s of an edit on Django.
+
+    path's own per-scope shares follow their scopes (a gone scope's is dropped), so that
+    an edit that only added or removed definitions resolves those alone: resolved whole
+    in the argument facts grown since the build's last round, the other scopes found
+    what a build of the same text does not (a def added above the others in
+    django/db/models/fields/__init__.py: 30 references more, 6 fewer). Not keep_own:
+    path is resolved whole again, from scratch (what arrived after the build's last
+    round then counts as a change, and the rounds or a fresh resolution settle it as a
+    build does)."""
     if db._tables is not None:
         db._tables.renumber(path, numbers)
-    db._scope_contrib.pop(path, None)  # path itself is resolved again from scratch
+    own = db._scope_contrib.pop(path, None)
+    if own is not None and keep_own:
+        db._scope_contrib[path] = {
+            numbers[idx]: moved_contribution(contrib, path, numbers, gone)
+            for idx, contrib in own.items()
+            if idx in numbers
+        }
     fns: set[tuple[str, int]] = set()
     for src in sorted(passers):
         per_scope = db._scope_contrib.get(src)
-        if per_scope is not None:
+        if per_scope is not None and src != path:
             db._scope_contrib[src] = {
                 idx: _renamed(c, path, numbers) for idx, c in per_scope.items()
             }
@@ -325,6 +350,23 @@ def renumber(db: BinderState, path: str, numbers: dict[int, int], passers: Itera
             db.param_facts.pop(fn, None)
             db._contrib_by_fn.pop(fn, None)
     db.clear_caches()
+
+
+def moved_contribution(
+    contrib: dict, path: str, numbers: dict[int, int], gone: Container[int]
+) -> dict:
+    """Argument values (function -> parameter -> values) passed before path's scopes moved,
+    as they name them now: those to a scope gone, and the values naming one, are dropped
+    (as the index drops them from every file that passed them)."""
+    kept: dict = {}
+    for fn, params in contrib.items():
+        if fn[0] == path and fn[1] in gone:
+            continue
+        kept[fn] = {
+            name: {v for v in values if not names_scope(v, path, gone)}
+            for name, values in params.items()
+        }
+    return renumbered(kept, path, numbers)  # type: ignore[return-value]
 
 
 def _renamed(contrib: dict, path: str, numbers: dict[int, int]) -> dict:
