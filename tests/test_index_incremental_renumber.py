@@ -6,6 +6,7 @@ step is checked against a fresh build.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from test_index_incremental import all_sites, edit
@@ -73,6 +74,27 @@ def above(name: str) -> str:
     return f"def {name}():\n    pass\n\n\n"
 
 
+def settles_both_ways(index: Index, rel: str, insert: Callable[[str], str]) -> None:
+    """The insert of _x, then its undo: each settles (nothing resolved afresh) into a
+    fresh build's graph."""
+    for change in (insert, lambda text: text.replace(above("_x"), "")):
+        edit(index, rel, change)
+        assert index.stats().resolved_afresh == 0
+        same_as_fresh(index)
+
+
+def indexed(tmp_path: Path, files: dict[str, str], edited: str) -> Index:
+    """A built index of the files, with edited's tree kept as a server keeps it."""
+    root = tmp_path / "r"
+    root.mkdir()
+    for rel, text in files.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    index.prepare_edits(edited)
+    return index
+
+
 def test_a_def_inserted_above_others_in_a_much_called_file_equals_a_fresh_build(
     tmp_path: Path,
 ) -> None:
@@ -138,50 +160,29 @@ CHAIN = "".join(f"def step_{n}(value):\n    step_{n + 1}(value)\n\n\n" for n in 
 def test_a_def_inserted_above_a_chain_still_flowing_settles_as_a_body_edit_does(
     tmp_path: Path,
 ) -> None:
-    root = tmp_path / "r"
-    root.mkdir()
-    (root / "chain.py").write_text(CHAIN, encoding="utf-8")
-    (root / "user.py").write_text(
-        "from chain import step_0, Job\n\n\ndef use():\n    step_0(Job())\n", encoding="utf-8"
-    )
-    index = Index(root, use_cache=False)
-    index.build()
-    index.prepare_edits("chain.py")
+    user = "from chain import step_0, Job\n\n\ndef use():\n    step_0(Job())\n"
+    index = indexed(tmp_path, {"chain.py": CHAIN, "user.py": user}, "chain.py")
 
     # What flowed after the build's last round is no change of the edit's: it is taken
     # as held, not carried on down the chain (which no round limit settles).
-    edit(index, "chain.py", lambda text: above("_x") + text)
-    assert index.stats().resolved_afresh == 0
-    same_as_fresh(index)
-    edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
-    assert index.stats().resolved_afresh == 0
-    same_as_fresh(index)
+    settles_both_ways(index, "chain.py", lambda text: above("_x") + text)
 
 
 def test_a_def_inserted_above_a_subclass_leaves_its_bases_file_as_it_is(tmp_path: Path) -> None:
-    root = tmp_path / "r"
-    root.mkdir()
     # chain.py's Base dispatches self.hook(): only a change of a subclass's hook concerns it.
     base = (
         "class Base:\n    def go(self):\n        self.hook()\n\n    def hook(self):\n        pass\n"
     )
-    (root / "chain.py").write_text(CHAIN + "\n\n" + base, encoding="utf-8")
-    (root / "lib.py").write_text(
+    lib = (
         "from chain import Base\n\n\ndef first():\n    pass\n\n\n"
-        "class Sub(Base):\n    def hook(self):\n        pass\n",
-        encoding="utf-8",
+        "class Sub(Base):\n    def hook(self):\n        pass\n"
     )
-    index = Index(root, use_cache=False)
-    index.build()
-    index.prepare_edits("lib.py")
+    index = indexed(tmp_path, {"chain.py": CHAIN + "\n\n" + base, "lib.py": lib}, "lib.py")
 
     # Sub only moves: chain.py, still flowing, is not resolved again as if it had changed.
-    edit(index, "lib.py", lambda text: text.replace("def first", above("_x") + "def first"))
-    assert index.stats().resolved_afresh == 0
-    same_as_fresh(index)
-    edit(index, "lib.py", lambda text: text.replace(above("_x"), ""))
-    assert index.stats().resolved_afresh == 0
-    same_as_fresh(index)
+    settles_both_ways(
+        index, "lib.py", lambda text: text.replace("def first", above("_x") + "def first")
+    )
 
 
 # Each step takes its argument as a callback, a local that names a function, and hands
@@ -199,23 +200,13 @@ KEPT_CHAIN = "".join(
 def test_a_def_inserted_above_others_leaves_their_references_as_a_build_found_them(
     tmp_path: Path,
 ) -> None:
-    root = tmp_path / "r"
-    root.mkdir()
-    (root / "chain.py").write_text(KEPT_CHAIN, encoding="utf-8")
-    index = Index(root, use_cache=False)
-    index.build()
-    index.prepare_edits("chain.py")
+    index = indexed(tmp_path, {"chain.py": KEPT_CHAIN}, "chain.py")
     assert "chain.py:callback" in index.graph.out(REFERENCES, "chain.py:step_1")
     assert "chain.py:callback" not in index.graph.out(REFERENCES, "chain.py:step_7")
 
     # Only the def added (and the module binding it) is resolved: the steps keep what a
     # build of the new text finds, not what the argument facts grown since would give.
-    edit(index, "chain.py", lambda text: above("_x") + text)
-    assert index.stats().resolved_afresh == 0
-    same_as_fresh(index)
-    edit(index, "chain.py", lambda text: text.replace(above("_x"), ""))
-    assert index.stats().resolved_afresh == 0
-    same_as_fresh(index)
+    settles_both_ways(index, "chain.py", lambda text: above("_x") + text)
 
 
 JOB = "class Job:\n    def run(self):\n        pass\n\n\n"
@@ -229,12 +220,7 @@ def test_a_def_inserted_above_others_that_the_file_reads_equals_a_fresh_build(
     again, its scopes taking in what arrived after the build's last round. The graph
     must still be a fresh build's (by the rounds, else by resolving afresh), never one
     that settled with edges no build has (references step_3 -> callback)."""
-    root = tmp_path / "r"
-    root.mkdir()
-    (root / "chain.py").write_text(JOB + KEPT_CHAIN, encoding="utf-8")
-    index = Index(root, use_cache=False)
-    index.build()
-    index.prepare_edits("chain.py")
+    index = indexed(tmp_path, {"chain.py": JOB + KEPT_CHAIN}, "chain.py")
     edit(index, "chain.py", lambda text: text.replace(JOB, JOB + SUB))
     same_as_fresh(index)
     edit(index, "chain.py", lambda text: JOB + KEPT_CHAIN)
