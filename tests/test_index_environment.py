@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,50 @@ def test_a_named_interpreter_answers_while_the_files_are_parsed(
     site = next(p for p in sys.path if p.endswith("site-packages"))
     assert os.path.realpath(site) in index.environment.paths
     assert stats.files == 2 and (tmp_path / "cache").is_dir()
+
+
+def _gone(pid: int) -> bool:
+    """Whether pid has ended (polled for up to a minute: a killed process is reaped soon)."""
+    for _ in range(600):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                if f.read().split(") ", 1)[1].startswith("Z"):
+                    return True  # a zombie: ended, not reaped yet
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("when", ["build", "close"])
+def test_a_named_interpreter_that_never_answers_is_stopped_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Waited for at most ASK_SECONDS, then refused; an index closed before it answered
+    stops it. Either way the interpreter jedi started is stopped too, not left running."""
+    pytest.importorskip("jedi")
+    import anchor_ls.index.environment as environment
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(environment, "ASK_SECONDS", 3)
+    repo, pid_file = tmp_path / "repo", tmp_path / "pid"
+    write_repo(repo)
+    python = tmp_path / "python"
+    finished = tmp_path / "finished"  # only if nothing stopped it
+    python.write_text(
+        f'#!/bin/sh\necho $$ > "{pid_file}"\nsleep 20\ntouch "{finished}"\n', encoding="utf-8"
+    )
+    python.chmod(0o755)
+    index = Index(repo, cache_dir=tmp_path / "cache", python=python)
+    if when == "build":
+        with pytest.raises(EnvironmentProblem, match=r"python .*: no answer in 3 s"):
+            index.build()
+    else:
+        for _ in range(600):  # until jedi has started it
+            if pid_file.exists() and pid_file.read_text(encoding="utf-8").strip():
+                break
+            time.sleep(0.1)
+    index.close()
+    assert _gone(int(pid_file.read_text(encoding="utf-8")))
+    assert not finished.exists()
+    assert not (tmp_path / "cache").exists()

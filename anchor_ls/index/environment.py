@@ -18,6 +18,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -159,6 +160,7 @@ class Asking:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONSAFEPATH": "1"},
+            start_new_session=True,  # a group of its own: stopped with the interpreter it runs
         )
 
     def environment(self) -> Environment:
@@ -175,8 +177,7 @@ class Asking:
         try:
             out, err = process.communicate(timeout=ASK_SECONDS)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
+            _stop_group(process)
             return EnvironmentProblem(f"python {self.python}: no answer in {ASK_SECONDS} s")
         try:
             said = json.loads(out)
@@ -194,12 +195,18 @@ class Asking:
         """Stop the question if nobody waits for its answer any more."""
         process, self._process = self._process, None
         if process is not None:
-            with contextlib.suppress(OSError):
-                process.kill()
-            process.communicate()
+            _stop_group(process)
 
 
 ASK_SECONDS = 120  # a named interpreter that has not answered by then is not usable
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill the asking process and the interpreter jedi started in it (which holds its
+    output open: waiting for that output to end would wait for a hung interpreter)."""
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
 
 
 def _ask(python: str) -> dict[str, object]:
