@@ -181,12 +181,14 @@ class Asking:
             return EnvironmentProblem(f"python {self.python}: no answer in {ASK_SECONDS} s")
         try:
             said = json.loads(out)
-            found = tuple(said["path"]) if "path" in said else None
-        except (ValueError, TypeError, KeyError):
-            said, found = {}, None
-        if found is None or not all(isinstance(p, str) for p in found):
+        except ValueError:  # it said nothing (crashed): its error output tells why
+            said = None
+        said = said if isinstance(said, dict) else {}
+        path = said.get("path")
+        if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
             why = said.get("problem") or err.decode(errors="replace").strip()[-500:]
             return EnvironmentProblem(f"python {self.python}: not a usable interpreter ({why})")
+        found = tuple(path)
         _asked[(str(self._named), self._stamp)] = found
         _keep_answer(self._named, self._stamp, found)
         return Environment(found, typeshed_stdlib(), self.python).outside(self._root)
