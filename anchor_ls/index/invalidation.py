@@ -143,7 +143,7 @@ class Invalidation:
         # after a build's last round, and only counted as changes do they bring the graph
         # to a fresh build's (by the rounds, else by resolving afresh); taken as held,
         # the edit settled with edges no fresh build has (a subclass with an override, or
-        # a decorated def, inserted above others in the base class's file).
+        # a def the file calls, inserted above the others).
         passed_before: dict[str, dict] = {}
         if edit is not None and interface_changed:
             if gone:  # what a scope kept found of a scope gone it finds no more
