@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -88,10 +89,7 @@ NO_ENVIRONMENT = Environment()
 def typeshed_stdlib() -> tuple[str, ...]:
     """jedi's copy of typeshed's standard-library stubs, found without importing jedi;
     () when the env extra is not installed."""
-    try:
-        spec = importlib.util.find_spec("jedi")
-    except (ImportError, ValueError):
-        return ()
+    spec = _jedi()
     if spec is None or not spec.submodule_search_locations:
         return ()
     for location in spec.submodule_search_locations:
@@ -99,6 +97,14 @@ def typeshed_stdlib() -> tuple[str, ...]:
         if stdlib.is_dir():
             return (str(stdlib),)
     return ()
+
+
+def _jedi() -> importlib.machinery.ModuleSpec | None:
+    """Where jedi (the env extra) is installed, found without importing it; None: it is not."""
+    try:
+        return importlib.util.find_spec("jedi")
+    except (ImportError, ValueError):  # a jedi that sys.modules says is missing
+        return None
 
 
 def environment_for(python: str | Path | Environment | None, root: Path) -> Environment:
@@ -142,11 +148,7 @@ class Asking:
     unchanged (a package installed since changes its folder)."""
 
     def __init__(self, named: Path, python: str, stamp: int, root: Path) -> None:
-        try:
-            jedi = importlib.util.find_spec("jedi")
-        except (ImportError, ValueError):
-            jedi = None
-        if jedi is None:
+        if _jedi() is None:
             raise EnvironmentProblem(
                 f"python {python}: reading a named interpreter's packages needs jedi "
                 "(pip install 'anchor-ls[env]')"

@@ -231,8 +231,9 @@ class Index(Invalidation):
         # not needed before; and none is made before it came (it may be a refusal).
         pending = isinstance(self._environment, Asking) and not self._cache_made()
         cache = None if pending else self._open_cache()
+        listed = dict(self._hashes)  # the files a stored graph must name (the parse may drop some)
         if cache is not None and cache.holds_graph():
-            stamp = self._with_environment()
+            stamp = self._with_environment(listed)
             stored = cache.load_graph(stamp, GRAPH)
             self._note_cache(cache)
             if stored is not None and self._restore(*stored, stamp):
@@ -243,7 +244,7 @@ class Index(Invalidation):
                     progress(len(self._hashes), len(self._hashes), "")
                 return self.stats()
         summaries, fresh, cached = self._summaries(cache, progress)
-        stamp = self._with_environment()
+        stamp = self._with_environment(listed)
         cache = self._open_cache()
         self._prefetch = self._start_prefetch(summaries)
         # SQLite writes the new summaries (0.1-0.3 s) while this thread reads them; done
@@ -259,8 +260,9 @@ class Index(Invalidation):
                 stored.result()
         reparsed = len(fresh)
         self._resolve_files(progress)
-        self._stats = IndexStats(reparsed=reparsed, from_cache=cached)
-        self._stats.libraries_prefetched = self._prefetched
+        self._stats = IndexStats(
+            reparsed=reparsed, from_cache=cached, libraries_prefetched=self._prefetched
+        )
         self._note_libraries()
         # the library outlines read go to the user cache while the graph goes to this one:
         # two commits, each waiting for its disk
@@ -274,14 +276,15 @@ class Index(Invalidation):
         self._built = stamp
         return self.stats()
 
-    def _with_environment(self) -> str:
-        """The fingerprint a stored graph must have been built under to be this build's,
-        once the environment is known (a named interpreter's answer is waited for here),
-        and what the binder leaves outside read from that environment from now on."""
+    def _with_environment(self, hashes: dict[str, str]) -> str:
+        """The fingerprint a stored graph of these files must have been built under to be
+        this build's, once the environment is known (a named interpreter's answer is
+        waited for here), and what the binder leaves outside read from that environment
+        from now on."""
         if self.externals is None:
             self.externals = self._new_externals()
         return fingerprint(
-            self.exclude, self.max_file_bytes, self.roots, self._hashes, self.environment.identity()
+            self.exclude, self.max_file_bytes, self.roots, hashes, self.environment.identity()
         )
 
     # ----- data derived from a build -------------------------------------
