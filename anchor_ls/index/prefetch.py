@@ -1,13 +1,16 @@
-"""Library outlines read ahead, by processes of their own, while the repository resolves.
+"""Library outlines read ahead, by a process of their own, while the repository resolves.
 
 The first index on a machine reads every library file it reaches, and resolution reaches
 them only while the graph is put together, in this process, one at a time (0.8 s of DRF's
 1.6 s extra). The modules the repository imports are known as soon as its summaries are
-in: two processes, each with a share of those names, follow them as Externals will (the
-same code, so the same files) and write the outlines they parsed to the library cache,
-each in one transaction, while this process resolves. Externals then finds them there;
-what the prefetch missed it still reads itself. The prefetch only fills the cache: no
-answer depends on it.
+in: one process follows them as Externals will (the same code, so the same files) and
+writes the outlines it parsed to the library cache in one transaction while the
+repository resolves. Externals then finds them there; what the prefetch missed it still
+reads itself. The prefetch only fills the cache: no answer depends on it.
+
+One process, not one per core: resolution already keeps the cores busy, and two would
+each find the names and parse the files every package leads to (`builtins.pyi`, `typing`):
+a quarter more CPU for DRF's 194 outlines, in a build that is CPU-bound throughout.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from anchor_ls.index.environment import Environment
 from anchor_ls.index.externals import Externals
 from anchor_ls.syntax.summary import Expr, FileSummary, scope_bodies
 
-__all__ = ["Prefetch", "imported_names", "prefetch_outlines", "shares"]
+__all__ = ["Prefetch", "imported_names", "prefetch_outlines"]
 
 
 def imported_names(
@@ -100,22 +103,18 @@ def prefetch_outlines(externals: Externals, names: Iterable[str]) -> int:
 
 
 class Names(NamedTuple):
-    """What a prefetch process reads: its share of the names the files import, found
-    in the process (a forked one has the summaries: reading every body of them is work
-    the build process need not wait for), else as given."""
+    """What the prefetch process reads: the names the files import, found in the process
+    (a forked one has the summaries: reading every body of them is work the build
+    process need not wait for), else as given."""
 
     given: list[str]
     summaries: dict[str, FileSummary] | None
     internal: set[str]
-    share: int
-    processes: int
 
     def names(self) -> list[str]:
         if self.summaries is None:
             return self.given
-        found = imported_names(self.summaries.values(), self.internal, calls=True)
-        cut = shares(found, self.processes)
-        return cut[self.share] if self.share < len(cut) else []
+        return imported_names(self.summaries.values(), self.internal, calls=True)
 
 
 def _run(environment: Environment, job: Names, report: Connection) -> None:
@@ -132,22 +131,9 @@ def _run(environment: Environment, job: Names, report: Connection) -> None:
             report.close()
 
 
-def shares(names: list[str], processes: int) -> list[list[str]]:
-    """names cut into at most `processes` shares, each name with the others of its top
-    package (they lead to the same files), the largest packages first to the least
-    loaded share."""
-    packages: dict[str, list[str]] = {}
-    for name in names:
-        packages.setdefault(name.partition(".")[0], []).append(name)
-    out: list[list[str]] = [[] for _ in range(max(1, processes))]
-    for group in sorted(packages.values(), key=len, reverse=True):
-        min(out, key=len).extend(group)
-    return [share for share in out if share]
-
-
 class Prefetch:
-    """Running prefetch processes, one per share of the names: wait() for them (and how
-    many outlines they parsed) before the graph is put together."""
+    """The running prefetch process: wait() for it (and how many outlines it parsed)
+    before the graph is put together."""
 
     def __init__(
         self,
@@ -155,40 +141,36 @@ class Prefetch:
         environment: Environment,
         summaries: dict[str, FileSummary],
         internal: set[str],
-        processes: int,
     ):
-        self._running: list[tuple[BaseProcess, Connection]] = []
         self.parsed = 0
         forked = context.get_start_method() == "fork"
         given = [] if forked else imported_names(summaries.values(), internal)
-        cut = [[]] * processes if forked else shares(given, processes)
-        for i, names in enumerate(cut):
-            job = Names(names, summaries if forked else None, internal, i, processes)
-            receive, send = context.Pipe(duplex=False)
-            process = context.Process(  # type: ignore[attr-defined]
-                target=_run, args=(environment, job, send), daemon=True
-            )
-            try:
-                process.start()
-            except BaseException:
-                receive.close()
-                self.wait()  # those started: they finish and leave no process behind
-                raise
-            finally:
-                send.close()
-            self._running.append((process, receive))
+        job = Names(given, summaries if forked else None, internal)
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(  # type: ignore[attr-defined]
+            target=_run, args=(environment, job, send), daemon=True
+        )
+        try:
+            process.start()
+        except BaseException:
+            receive.close()
+            raise
+        finally:
+            send.close()
+        self._running: tuple[BaseProcess, Connection] | None = (process, receive)
 
     def wait(self) -> int:
-        """The outlines the prefetch parsed (one that failed parsed none: Externals reads
-        them)."""
-        running, self._running = self._running, []
-        for process, receive in running:
-            try:
-                if receive.poll(None):
-                    self.parsed += int(receive.recv())
-            except (EOFError, OSError, ValueError, TypeError):
-                pass
-            finally:
-                receive.close()
-                process.join()
+        """The outlines the prefetch parsed (if it failed, none: Externals reads them)."""
+        running, self._running = self._running, None
+        if running is None:
+            return self.parsed
+        process, receive = running
+        try:
+            if receive.poll(None):
+                self.parsed = int(receive.recv())
+        except (EOFError, OSError, ValueError, TypeError):
+            pass
+        finally:
+            receive.close()
+            process.join()
         return self.parsed

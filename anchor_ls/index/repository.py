@@ -475,8 +475,8 @@ class Index(Invalidation):
             for root in ("", *self.roots)
             if not root or rel.startswith(root + "/")
         }
-        try:  # two processes: the build may wait for them after resolution
-            return Prefetch(context, self.environment, summaries, internal, min(2, self.workers))
+        try:
+            return Prefetch(context, self.environment, summaries, internal)
         except (OSError, RuntimeError):  # no process here: resolution reads them lazily
             return None
 
