@@ -214,3 +214,42 @@ async def test_a_hint_follows_the_lines_of_the_file_it_links_to(
         return link is not None and link.range.start.line == moved
 
     await ed.until(link_moved, "the link into service.py to follow its new lines")
+
+
+async def test_hierarchies_asked_right_after_an_edit_answer_for_the_buffer(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Call and type hierarchy read the request's position in the buffer the user sees:
+    asked before the debounced re-index ran, they found nothing (or the definition that
+    stood on that line before the edit)."""
+    ed = await example_session(lsp, tmp_path)
+    uri = ed.open("pkg/pricing.py")
+    ed.change(uri, "\n\n\n\n" + ed.text("pkg/pricing.py"))
+    text = ed.text("pkg/pricing.py")
+    at = types.Position(line_of(text, "def bulk_discount("), len("def bulk"))
+    items = await lsp.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(types.TextDocumentIdentifier(uri), at)
+    )
+    assert items is not None and [i.detail for i in items] == ["pkg/pricing.py:bulk_discount"]
+    assert items[0].selection_range.start.line == at.line
+
+    models = ed.open("pkg/models.py")
+    ed.change(models, "\n\n" + ed.text("pkg/models.py"))
+    text = ed.text("pkg/models.py")
+    at = types.Position(line_of(text, "class OrderError("), len("class Ord"))
+    found = await lsp.text_document_prepare_type_hierarchy_async(
+        types.TypeHierarchyPrepareParams(types.TextDocumentIdentifier(models), at)
+    )
+    assert found is not None and [i.detail for i in found] == ["pkg/models.py:OrderError"]
+    assert found[0].selection_range.start.line == at.line
+
+    # A related request names an item of a buffer edited since: its sites are the buffer's.
+    ed.change(uri, "\n" + ed.text("pkg/pricing.py"))
+    text = ed.text("pkg/pricing.py")
+    (item,) = items
+    outgoing = await lsp.call_hierarchy_outgoing_calls_async(
+        types.CallHierarchyOutgoingCallsParams(item)
+    )
+    assert outgoing is not None
+    (call,) = [c for c in outgoing if c.to.name == "no_discount"]
+    assert [r.start.line for r in call.from_ranges] == [line_of(text, "return no_discount(")]
