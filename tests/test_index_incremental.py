@@ -127,6 +127,36 @@ def test_reload_file_reads_the_change_from_disk(index: Index) -> None:
     assert index.graph.to_json() == fresh_json(index.root)
 
 
+def test_files_reloaded_from_where_a_build_does_not_look_stay_out(tmp_path: Path) -> None:
+    """A file an editor opens or a watcher names is indexed only where the build's walk
+    would list it: not in a virtual environment, a skipped or an excluded folder."""
+    root = tmp_path / "repo"
+    caller = "from pkg.pricing import price_of\n\ndef outside(s):\n    return price_of(s)\n"
+    files = {
+        ".venv/pyvenv.cfg": "",
+        "env/pyvenv.cfg": "",
+        "pkg/pricing.py": "def price_of(s):\n    return s\n",
+        "pkg/sub/use.py": caller,
+        "node_modules/x/y.py": caller,
+        ".venv/lib/z.py": caller,
+        "env/lib/z.py": caller,
+        "build/lib/pkg/pricing.py": caller,
+        "docs/conf.py": caller,
+        "pkg/notes.txt": caller,
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False, exclude=["build", "docs/*"])
+    index.build()
+    built = index.graph.to_json()
+    assert sorted(index.graph.files()) == ["pkg/pricing.py", "pkg/sub/use.py"]
+    for rel in files:
+        assert index.is_indexable(rel) == (rel in index.graph.files()), rel
+        index.reload_file(rel)
+    assert index.graph.to_json() == built
+
+
 def test_lines_and_call_sites_move_with_inserted_lines(index: Index) -> None:
     caller, callee = "pkg/service.py:checkout", "pkg/pricing.py:price_of"
     before_line = index.graph.entity(caller).line

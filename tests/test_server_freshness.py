@@ -15,6 +15,7 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from support.lsp import (
+    copy_example,
     example_session,
     hint_on,
     label_text,
@@ -253,3 +254,41 @@ async def test_hierarchies_asked_right_after_an_edit_answer_for_the_buffer(
     assert outgoing is not None
     (call,) = [c for c in outgoing if c.to.name == "no_discount"]
     assert [r.start.line for r in call.from_ranges] == [line_of(text, "return no_discount(")]
+
+
+async def test_files_a_build_leaves_out_stay_out_when_opened_or_created(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Go to definition into the workspace's .venv opens a library file; a venv made in
+    the tree, or a folder the exclude setting names, gets files created: none of them is
+    repository code, and a build lists none, so neither do edits and watched events."""
+    root = copy_example(tmp_path)
+    caller = "from pkg.pricing import price_of\n\n\ndef {}(sku):\n    return price_of(sku)\n"
+    outside = {
+        ".venv/lib/python3.12/site-packages/extlib/api.py": caller.format("in_dot_venv"),
+        "env/lib/shop.py": caller.format("in_a_venv"),
+        "build/lib/pkg/copy.py": caller.format("in_excluded"),
+    }
+    write_files(root, {".venv/pyvenv.cfg": "home = /usr/bin\n", "env/pyvenv.cfg": ""})
+    ed = await start(lsp, root, lsp.profile, options={"exclude": ["build"]})  # type: ignore[attr-defined]
+    stats = await ed.ready()
+    files = stats["folders"][0]["stats"]["files"]
+    alone = await price_of_hint(ed)
+
+    write_files(root, outside)
+    for rel in outside:
+        ed.open(rel)
+    notify_disk(lsp, [(ed.uri(rel), types.FileChangeType.Created) for rel in outside])
+    ed.change(ed.uri("env/lib/shop.py"), ed.text("env/lib/shop.py") + "\n")
+    uri = ed.open("pkg/service.py")  # a change that is indexed, after those above
+    ed.change(uri, ed.text("pkg/service.py") + NEW_CALLER)
+    await ed.until(lambda: shows_caller(ed, "audit_price"), "the caller typed in service.py")
+
+    assert await price_of_hint(ed) == alone.replace("checkout", "checkout, audit_price")
+    assert (await ed.command("anchor.stats"))["folders"][0]["stats"]["files"] == files
+    for rel in outside:
+        assert await ed.hints(rel) == []
+
+
+async def shows_caller(ed: Any, name: str) -> bool:
+    return name in await price_of_hint(ed)

@@ -19,7 +19,7 @@ from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, cache_dir_made, content_hash, default_cache_dir
 from anchor_ls.index.environment import Asking, Environment, asking
 from anchor_ls.index.externals import Externals
-from anchor_ls.index.files import Problem, Skipped, is_excluded, python_files, read_file
+from anchor_ls.index.files import Problem, Skipped, is_listed, python_files, read_file
 from anchor_ls.index.invalidation import Invalidation
 from anchor_ls.index.model import (
     CALLS,
@@ -180,7 +180,8 @@ class Index(Invalidation):
         return None if text in ("", ".") else text
 
     def is_indexable(self, relpath: str) -> bool:
-        return relpath.endswith(".py") and not is_excluded(relpath, self.exclude)
+        """Whether a build lists relpath (left out: excluded, in a virtual environment)."""
+        return is_listed(self.root, relpath, self.exclude)
 
     def source(self, relpath: str) -> bytes | None:
         """The bytes last indexed for relpath (an editor buffer or the disk)."""
