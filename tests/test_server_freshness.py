@@ -292,3 +292,60 @@ async def test_files_a_build_leaves_out_stay_out_when_opened_or_created(
 
 async def shows_caller(ed: Any, name: str) -> bool:
     return name in await price_of_hint(ed)
+
+
+async def test_a_folder_moved_in_the_tree_is_indexed_where_it_lands(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """A folder renamed (or copied in, or brought by a `git checkout`) arrives as one event
+    for the folder: its files were indexed nowhere and their callers lost them."""
+    ed = await example_session(lsp, tmp_path)
+    caps = ed.client.capabilities.workspace.did_change_watched_files  # type: ignore[union-attr]
+    if caps is not None and caps.dynamic_registration:
+        (registration,) = [
+            r for r in ed.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+        ]
+        options: Any = registration.register_options
+        kinds = {w["globPattern"]: w.get("kind", 7) for w in options["watchers"]}
+        assert kinds["**/*"] & types.WatchKind.Create and kinds["**/*"] & types.WatchKind.Delete
+    files = (await ed.command("anchor.stats"))["folders"][0]["stats"]["files"]
+    lib = "\n\ndef audit(sku):\n    return price_of(sku)\n"
+    write_files(
+        ed.root,
+        {"lib/__init__.py": "", "lib/audit.py": "from pkg.pricing import price_of\n" + lib},
+    )
+    notify_disk(lsp, [(ed.uri("lib"), types.FileChangeType.Created)])
+    await ed.until(lambda: shows_caller(ed, "audit"), "the caller in a folder created")
+
+    opened = ed.open("lib/audit.py")  # an open buffer is what the user sees: kept
+    ed.change(opened, ed.text("lib/audit.py").replace("def audit(", "def audit_open("))
+    await ed.until(lambda: shows_caller(ed, "audit_open"), "the caller typed in the buffer")
+    shutil.copytree(ed.path("lib"), ed.path("tools"))
+    (ed.path("tools") / "audit.py").write_text(
+        "from pkg.pricing import price_of\n"
+        + lib.replace("audit", "tool_audit")
+        + '\n\ndef run():\n    return tool_audit("apple")\n',
+        encoding="utf-8",
+    )
+    notify_disk(lsp, [(ed.uri("tools"), types.FileChangeType.Created)])
+    await ed.until(lambda: shows_caller(ed, "tool_audit"), "the caller in a folder copied in")
+    assert "audit_open" in await price_of_hint(ed)
+
+    ed.close("lib/audit.py")
+    shutil.move(ed.path("tools"), ed.path("pkg/tools"))
+    notify_disk(
+        lsp,
+        [
+            (ed.uri("tools"), types.FileChangeType.Deleted),
+            (ed.uri("pkg/tools"), types.FileChangeType.Created),
+        ],
+    )
+    await ed.until(lambda: ed.hints("pkg/tools/audit.py"), "hints where the folder was moved")
+    hint = await ed.linked_hint(
+        "pkg/pricing.py", line_of(ed.text("pkg/pricing.py"), "def price_of(")
+    )
+    assert hint is not None and not isinstance(hint.label, str)
+    where = [p.location.uri for p in hint.label if p.value == "tool_audit" and p.location]
+    assert where == [ed.uri("pkg/tools/audit.py")]
+    stats = await ed.command("anchor.stats")
+    assert stats["folders"][0]["stats"]["files"] == files + 4

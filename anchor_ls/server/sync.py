@@ -7,6 +7,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import to_fs_path, uri_scheme
 
+from anchor_ls.index.files import python_files
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.lifecycle import adopt_project
 from anchor_ls.server.server import AnchorServer
@@ -28,6 +29,17 @@ def _folder_removed(folder: Folder, prefix: str) -> set[str]:
     changed: set[str] = set()
     for relpath in gone:
         changed |= folder.remove(relpath)
+    return changed
+
+
+def _folder_added(folder: Folder, prefix: str, opened: set[str]) -> set[str]:
+    """Indexer thread: index the files of a folder moved or copied into the tree (the
+    watcher names the folder alone), except those open in the editor."""
+    changed: set[str] = set()
+    for item in python_files(folder.root / prefix):
+        relpath = f"{prefix}/{item}" if isinstance(item, str) else None
+        if relpath is not None and relpath not in opened:
+            changed |= folder.reload(relpath)
     return changed
 
 
@@ -68,10 +80,22 @@ def register(ls: AnchorServer) -> None:
             where = ls.locate(event.uri)
             if where is not None:
                 changed |= await ls.mutate(_disk_change, where[0], where[1], deleted)
-            elif deleted and uri_scheme(event.uri) == "file":
-                path = Path(to_fs_path(event.uri) or "/")
-                for folder in ls.folders:
-                    prefix = folder.relpath(path)
-                    if prefix:
-                        changed |= await ls.mutate(_folder_removed, folder, prefix)
+                continue
+            path = Path(to_fs_path(event.uri) or "/") if uri_scheme(event.uri) == "file" else None
+            created = event.type == types.FileChangeType.Created
+            if path is None or not (deleted or (created and path.is_dir())):
+                continue  # a file created that is not Python
+            for folder in ls.folders:
+                prefix = folder.relpath(path)
+                if not prefix:
+                    continue
+                if deleted:
+                    changed |= await ls.mutate(_folder_removed, folder, prefix)
+                else:
+                    opened = {
+                        w[1]
+                        for u in ls.workspace.text_documents
+                        if (w := ls.locate(u)) is not None and w[0] is folder
+                    }
+                    changed |= await ls.mutate(_folder_added, folder, prefix, opened)
         ls.changed(changed)
