@@ -20,7 +20,7 @@ from anchor_ls.index.cache import Cache, cache_dir_made, content_hash, default_c
 from anchor_ls.index.environment import Asking, Environment, asking
 from anchor_ls.index.externals import Externals
 from anchor_ls.index.files import Problem, Skipped, is_listed, python_files, read_file
-from anchor_ls.index.invalidation import Invalidation
+from anchor_ls.index.invalidation import Imports, Invalidation
 from anchor_ls.index.model import (
     CALLS,
     EXTERNAL,
@@ -119,6 +119,7 @@ class Index(Invalidation):
         self._facts: dict[str, FileFacts] = {}
         self._fact_holders: dict[str, set[str]] | None = None  # see Invalidation._facts_naming
         self._interface_memo: dict[str, list[tuple[FileSummary, set[tuple[str, str]]]]] = {}
+        self._import_memo: dict[str, tuple[FileSummary, Imports]] = {}
         self._ids: dict[str, list[str]] = {}
         # After a warm start, until the resolution state (facts, argument values) is read
         # from the cache: (paths, the fingerprint it is stored under, site counts, hashes).
