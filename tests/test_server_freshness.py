@@ -15,13 +15,16 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from support.lsp import (
+    Editor,
     copy_example,
+    editor_capabilities,
     example_session,
     hint_on,
     label_text,
     line_of,
     lsp,
     start,
+    uri,
     write_files,
 )
 
@@ -349,3 +352,55 @@ async def test_a_folder_moved_in_the_tree_is_indexed_where_it_lands(
     assert where == [ed.uri("pkg/tools/audit.py")]
     stats = await ed.command("anchor.stats")
     assert stats["folders"][0]["stats"]["files"] == files + 4
+
+
+async def test_a_file_of_nested_workspace_folders_changes_in_both_indexes(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """A workspace of a repository and one of its projects: both index lib/core.py, and
+    an edit of it (typed, thrown away, or made on disk) changed the inner index alone, so
+    the outer one's hints kept the callers of before."""
+    root = tmp_path / "mono"
+    write_files(
+        root,
+        {
+            "pyproject.toml": "",
+            "app.py": "def total():\n    return 1\n",
+            "lib/pyproject.toml": "",
+            "lib/core.py": "import app\n\n\ndef one():\n    return app.total()\n",
+        },
+    )
+    ed = Editor(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=editor_capabilities(lsp.profile),  # type: ignore[attr-defined]
+            root_uri=uri(root),
+            workspace_folders=[
+                types.WorkspaceFolder(uri(root), "mono"),
+                types.WorkspaceFolder(uri(root / "lib"), "lib"),
+            ],
+        )
+    )
+    assert len((await ed.ready())["folders"]) == 2
+    ed.open("app.py")
+
+    async def callers_of_total() -> str:
+        hint = hint_on(await ed.hints("app.py"), 0)
+        return label_text(hint) if hint is not None else ""
+
+    assert await callers_of_total() == "← one"
+    two = "\n\ndef two():\n    return app.total()\n"
+    core = ed.open("lib/core.py")
+    ed.change(core, ed.text("lib/core.py") + two)
+    await ed.until(lambda: _is(callers_of_total, "← one, two"), "the caller typed in lib")
+    ed.close("lib/core.py")
+    await ed.until(lambda: _is(callers_of_total, "← one"), "the buffer thrown away")
+    ed.path("lib/core.py").write_text(
+        ed.path("lib/core.py").read_text() + two.replace("two", "three")
+    )
+    notify_disk(lsp, [(ed.uri("lib/core.py"), types.FileChangeType.Changed)])
+    await ed.until(lambda: _is(callers_of_total, "← one, three"), "the caller saved on disk")
+
+
+async def _is(probe: Any, expected: str) -> bool:
+    return await probe() == expected

@@ -64,9 +64,10 @@ def register(ls: AnchorServer) -> None:
         # The buffer may have been thrown away unsaved: the disk is the truth again.
         uri = params.text_document.uri
         ls.cancel_update(uri)
-        where = ls.locate(uri)
-        if where is not None:
-            ls.changed(await ls.mutate(_disk_change, where[0], where[1], False))
+        changed: set[str] = set()
+        for folder, relpath in ls.locate_all(uri):
+            changed |= await ls.mutate(_disk_change, folder, relpath, False)
+        ls.changed(changed)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched_files(
@@ -77,9 +78,10 @@ def register(ls: AnchorServer) -> None:
             deleted = event.type == types.FileChangeType.Deleted
             if event.uri in ls.workspace.text_documents:
                 continue  # the open buffer, not the disk, is what the user sees
-            where = ls.locate(event.uri)
-            if where is not None:
-                changed |= await ls.mutate(_disk_change, where[0], where[1], deleted)
+            located = ls.locate_all(event.uri)
+            for folder, relpath in located:
+                changed |= await ls.mutate(_disk_change, folder, relpath, deleted)
+            if located:
                 continue
             path = Path(to_fs_path(event.uri) or "/") if uri_scheme(event.uri) == "file" else None
             created = event.type == types.FileChangeType.Created
@@ -93,9 +95,10 @@ def register(ls: AnchorServer) -> None:
                     changed |= await ls.mutate(_folder_removed, folder, prefix)
                 else:
                     opened = {
-                        w[1]
+                        rel
                         for u in ls.workspace.text_documents
-                        if (w := ls.locate(u)) is not None and w[0] is folder
+                        for each, rel in ls.locate_all(u)
+                        if each is folder
                     }
                     changed |= await ls.mutate(_folder_added, folder, prefix, opened)
         ls.changed(changed)
