@@ -35,6 +35,9 @@ def _folder_removed(folder: Folder, prefix: str) -> set[str]:
 def _folder_added(folder: Folder, prefix: str, opened: set[str]) -> set[str]:
     """Indexer thread: index the files of a folder moved or copied into the tree (the
     watcher names the folder alone), except those open in the editor."""
+    index = folder.index
+    if index is None or not index.is_indexable(f"{prefix}/__init__.py"):
+        return set()  # a folder a build leaves out (a .venv being made, an excluded one)
     changed: set[str] = set()
     for item in python_files(folder.root / prefix):
         relpath = f"{prefix}/{item}" if isinstance(item, str) else None
