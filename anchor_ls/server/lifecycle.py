@@ -23,8 +23,11 @@ CONFIG_TIMEOUT = 5.0
 WATCHERS = [
     types.FileSystemWatcher(glob_pattern="**/*.py"),
     types.FileSystemWatcher(glob_pattern="**/*.pyi"),
-    # A deleted folder arrives as one event for the folder, not one per file.
-    types.FileSystemWatcher(glob_pattern="**/*", kind=types.WatchKind.Delete),
+    # A folder deleted, or moved or copied in, arrives as one event for the folder, not
+    # one per file.
+    types.FileSystemWatcher(
+        glob_pattern="**/*", kind=types.WatchKind.Create | types.WatchKind.Delete
+    ),
 ]
 OPENED = "opened file"  # a folder found from the first opened file (see roots.py)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import to_fs_path, uri_scheme
 
+from anchor_ls.index.files import python_files
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.lifecycle import adopt_project
 from anchor_ls.server.server import AnchorServer
@@ -31,6 +32,20 @@ def _folder_removed(folder: Folder, prefix: str) -> set[str]:
     return changed
 
 
+def _folder_added(folder: Folder, prefix: str, opened: set[str]) -> set[str]:
+    """Indexer thread: index the files of a folder moved or copied into the tree (the
+    watcher names the folder alone), except those open in the editor."""
+    index = folder.index
+    if index is None or not index.is_indexable(f"{prefix}/__init__.py"):
+        return set()  # a folder a build leaves out (a .venv being made, an excluded one)
+    changed: set[str] = set()
+    for item in python_files(folder.root / prefix):
+        relpath = f"{prefix}/{item}" if isinstance(item, str) else None
+        if relpath is not None and relpath not in opened:
+            changed |= folder.reload(relpath)
+    return changed
+
+
 def register(ls: AnchorServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: AnchorServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -52,9 +67,10 @@ def register(ls: AnchorServer) -> None:
         # The buffer may have been thrown away unsaved: the disk is the truth again.
         uri = params.text_document.uri
         ls.cancel_update(uri)
-        where = ls.locate(uri)
-        if where is not None:
-            ls.changed(await ls.mutate(_disk_change, where[0], where[1], False))
+        changed: set[str] = set()
+        for folder, relpath in ls.locate_all(uri):
+            changed |= await ls.mutate(_disk_change, folder, relpath, False)
+        ls.changed(changed)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched_files(
@@ -65,13 +81,27 @@ def register(ls: AnchorServer) -> None:
             deleted = event.type == types.FileChangeType.Deleted
             if event.uri in ls.workspace.text_documents:
                 continue  # the open buffer, not the disk, is what the user sees
-            where = ls.locate(event.uri)
-            if where is not None:
-                changed |= await ls.mutate(_disk_change, where[0], where[1], deleted)
-            elif deleted and uri_scheme(event.uri) == "file":
-                path = Path(to_fs_path(event.uri) or "/")
-                for folder in ls.folders:
-                    prefix = folder.relpath(path)
-                    if prefix:
-                        changed |= await ls.mutate(_folder_removed, folder, prefix)
+            located = ls.locate_all(event.uri)
+            for folder, relpath in located:
+                changed |= await ls.mutate(_disk_change, folder, relpath, deleted)
+            if located:
+                continue
+            path = Path(to_fs_path(event.uri) or "/") if uri_scheme(event.uri) == "file" else None
+            created = event.type == types.FileChangeType.Created
+            if path is None or not (deleted or (created and path.is_dir())):
+                continue  # a file created that is not Python
+            for folder in ls.folders:
+                prefix = folder.relpath(path)
+                if not prefix:
+                    continue
+                if deleted:
+                    changed |= await ls.mutate(_folder_removed, folder, prefix)
+                else:
+                    opened = {
+                        rel
+                        for u in ls.workspace.text_documents
+                        for each, rel in ls.locate_all(u)
+                        if each is folder
+                    }
+                    changed |= await ls.mutate(_folder_added, folder, prefix, opened)
         ls.changed(changed)
