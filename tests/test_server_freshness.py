@@ -404,3 +404,65 @@ async def test_a_file_of_nested_workspace_folders_changes_in_both_indexes(
 
 async def _is(probe: Any, expected: str) -> bool:
     return await probe() == expected
+
+
+async def test_a_client_that_cannot_watch_files_still_sees_the_disk_change(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Neovim on Linux registers no file watchers: the server watches the tree itself, so
+    a file written, changed or deleted by another program (git, a formatter, an agent), and
+    a folder moved in or removed, reach the hints with no event from the client."""
+
+    def no_watchers(caps: types.ClientCapabilities) -> None:
+        assert caps.workspace is not None
+        caps.workspace.did_change_watched_files = None
+
+    ed = await start(lsp, copy_example(tmp_path), lsp.profile, drop=no_watchers)  # type: ignore[attr-defined]
+    await ed.ready()
+    assert not [r for r in ed.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+
+    async def shows(name: str) -> bool:
+        return name in await price_of_hint(ed)
+
+    async def lacks(name: str) -> bool:
+        return name not in await price_of_hint(ed)
+
+    extra = ed.path("pkg/extra.py")
+    extra.write_text("from .pricing import price_of\n" + NEW_CALLER, encoding="utf-8")
+    await ed.until(lambda: shows("audit_price"), "a caller in a file written on disk")
+    extra.write_text(
+        "from .pricing import price_of\n" + NEW_CALLER.replace("audit_price", "recheck"),
+        encoding="utf-8",
+    )
+    await ed.until(lambda: shows("recheck"), "the caller renamed in the file on disk")
+    assert await lacks("audit_price")
+    extra.unlink()
+    await ed.until(lambda: lacks("recheck"), "the caller to go with its deleted file")
+
+    # A folder moved in is one event for the folder; its files are indexed where it lands.
+    outside = tmp_path / "moved"
+    outside.mkdir()
+    (outside / "__init__.py").write_text("", encoding="utf-8")
+    (outside / "audit.py").write_text(
+        "from pkg.pricing import price_of\n\n\ndef yearly(sku):\n    return price_of(sku)\n",
+        encoding="utf-8",
+    )
+    outside.rename(ed.path("reports"))
+    await ed.until(lambda: shows("yearly"), "a caller in a folder moved into the tree")
+    (ed.path("reports") / "audit.py").write_text(
+        "from pkg.pricing import price_of\n\n\ndef monthly(sku):\n    return price_of(sku)\n",
+        encoding="utf-8",
+    )
+    await ed.until(lambda: shows("monthly"), "a file changed in the folder moved in")
+    shutil.rmtree(ed.path("reports"))
+    await ed.until(lambda: lacks("monthly"), "the caller to go with its deleted folder")
+
+    # An open buffer stays what the user sees, whatever the disk says.
+    service = ed.open("pkg/service.py")
+    ed.change(service, ed.text("pkg/service.py") + NEW_CALLER)
+    await ed.until(lambda: shows("audit_price"), "the unsaved caller")
+    ed.path("pkg/service.py").write_text("", encoding="utf-8")
+    later = NEW_CALLER.replace("audit_price", "touched")
+    ed.path("pkg/touch.py").write_text("from .pricing import price_of\n" + later, "utf-8")
+    await ed.until(lambda: shows("touched"), "a file written after the open one's disk change")
+    assert await shows("audit_price"), "the disk overrode the open buffer"

@@ -73,6 +73,7 @@ class AnchorServer(LanguageServer):
         self.warmer = HintWarmer(self)
         self._background: set[asyncio.Future[Any]] = set()
         self._preparing: asyncio.Future[None] | None = None
+        self.disk_watch: asyncio.Task[None] | None = None  # the server's own (server/disk.py)
         self._prepare_again = False
 
     # ----- transports ---------------------------------------------------
