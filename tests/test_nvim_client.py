@@ -173,3 +173,10 @@ def test_the_server_runs_nothing_of_the_repository(run: dict[str, Any]) -> None:
     assert run["marks"] == []
     assert run["config"]["cmd_env"]["PYTHONSAFEPATH"] == "1"
     assert not Path(run["config"]["cmd_cwd"]).is_relative_to(run["repo"])
+
+
+def test_a_file_written_on_disk_by_another_program_reaches_the_hints(run: dict[str, Any]) -> None:
+    """Neovim on Linux sends no watched-file events: the server watches the tree itself."""
+    assert "nightly_batch" in run["hint_with_disk_caller"]
+    assert "nightly_batch" not in run["hint_after_disk_delete"]
+    assert "quick_checkout" in run["hint_after_disk_delete"]

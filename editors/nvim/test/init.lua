@@ -254,6 +254,34 @@ local function run()
     local ok, err = pcall(vim.cmd, 'AnchorExport ' .. vim.fn.fnameescape(export_dir))
     result.export_refused = not ok and tostring(err):find('exists already', 1, true) ~= nil
   end
+
+  -- A file written by another program (git, a formatter, an agent), not through a buffer:
+  -- Neovim on Linux registers no file watchers, so only the server's own watch sees it.
+  local function def_hint()
+    for _, h in ipairs(vim.lsp.inlay_hint.get({ bufnr = buf })) do
+      if h.inlay_hint.position.line == def_line then
+        return (hint_label(h))
+      end
+    end
+    return ''
+  end
+  local disk_file = vim.fs.joinpath(result.root_dir, 'pkg', 'from_disk.py')
+  vim.fn.writefile({
+    'from pkg.service import checkout',
+    '',
+    '',
+    'def nightly_batch(skus, repo, discount):',
+    '    return checkout(skus, repo, discount)',
+  }, disk_file)
+  result.hint_with_disk_caller = wait_for('the caller written on disk in the hint', function()
+    local label = def_hint()
+    return label:find('nightly_batch', 1, true) and label or nil
+  end, 30000)
+  os.remove(disk_file)
+  result.hint_after_disk_delete = wait_for('the caller deleted on disk to leave the hint', function()
+    local label = def_hint()
+    return label ~= '' and not label:find('nightly_batch', 1, true) and label or nil
+  end, 30000)
 end
 
 H.start(run)
