@@ -457,6 +457,34 @@ def test_a_file_edited_to_name_what_is_not_yet_defined_links_once_it_is(tmp_path
     assert index.graph.to_json() == fresh_json(root)
 
 
+def test_a_class_back_in_place_links_calls_through_a_value_another_module_types(
+    tmp_path: Path,
+) -> None:
+    """helpers.py calls current_app.make_response(), and current_app is typed by globs.py
+    with app.py's class: no import or edge leads from app.py to helpers.py once the
+    class was gone, yet a fresh build links the call when it is back (Flask's own
+    current_app; found emptying and restoring app.py)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    app = "class Flask:\n    def make_response(self):\n        return 1\n"
+    (root / "app.py").write_text(app, encoding="utf-8")
+    (root / "globs.py").write_text("from app import Flask\n\ncurrent_app: Flask = None\n", "utf-8")
+    (root / "helpers.py").write_text(
+        "from globs import current_app\n\n\ndef make_response():\n"
+        "    return current_app.make_response()\n",
+        encoding="utf-8",
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    call = "app.py:Flask.make_response"
+    assert call in index.graph.out(CALLS, "helpers.py:make_response")
+    index.update_file("app.py", "")
+    assert call not in index.graph.out(CALLS, "helpers.py:make_response")
+    index.update_file("app.py", app)
+    assert call in index.graph.out(CALLS, "helpers.py:make_response")
+    assert index.graph.to_json() == fresh_json(root)
+
+
 def test_an_inserted_definition_resolves_again_only_the_files_that_name_it(
     tmp_path: Path,
 ) -> None:

@@ -90,7 +90,7 @@ class Invalidation:
         self.ensure_engine()
         if relpath not in self.binder.summaries:
             return set()
-        dependents = self._dependents(relpath, interface_changed=True)
+        dependents = self._dependents(relpath, ())
         if states_a_root(relpath):  # a source root less: any absolute import may move
             dependents |= set(self.binder.summaries)
         before = self._edge_files(relpath)
@@ -129,7 +129,9 @@ class Invalidation:
         interface_changed = True
         if old is not None:
             interface_changed, names = self._interface_change(old, summary, walked, replaced)
-        dependents = self._dependents(rel, interface_changed) if old is not None else set()
+        dependents = set()
+        if old is not None and interface_changed:
+            dependents = self._dependents(rel, _defined(summary) - _defined(old))
         if old is None:
             dependents = self._all_importers_of_new(rel)
             # A module that now passes on names of rel (a package, a star import, a
@@ -426,12 +428,16 @@ class Invalidation:
         out.discard(rel)
         return out
 
-    def _dependents(self, rel: str, interface_changed: bool) -> set[str]:
-        """Files whose resolution may read rel: edges into it, and importers on a new interface."""
-        if not interface_changed:  # same names, bases, signatures and returns: nothing moves
-            return set()
+    def _dependents(self, rel: str, added: set[str] | tuple[()]) -> set[str]:
+        """Files whose resolution may read rel's new interface: edges into it, importers,
+        and files with unresolved sites calling a name rel now defines and did not (added:
+        a call through a value typed elsewhere, `current_app.make_response()` with
+        `current_app: Flask` in another module, has no edge or import to follow once the
+        class was gone, and a fresh build resolves it when the class is back)."""
         out = self._linking_into(rel, (CALLS, INHERITS))
         self._through_reexports(rel, None, out)
+        for name in sorted(added):
+            out.update(self._graph.files_missing(name))
         out.discard(rel)
         return out
 
@@ -525,6 +531,11 @@ class Invalidation:
                     out.add(path)
                     break
         return out
+
+
+def _defined(summary: FileSummary) -> set[str]:
+    """The names of the definitions a file makes (functions, classes, methods)."""
+    return {scope.name for scope in summary.scopes[1:]}
 
 
 def _stem(rel: str) -> str:

@@ -109,7 +109,17 @@ class _Part:
     edges its source gives. Targets that are no definition (`env:HOME`) have a part of
     their prefix (`env`) holding only edges into them."""
 
-    __slots__ = ("bases", "edges", "entities", "inn", "missed", "out", "sites", "via")
+    __slots__ = (
+        "bases",
+        "edges",
+        "entities",
+        "inn",
+        "missed",
+        "missed_names",
+        "out",
+        "sites",
+        "via",
+    )
 
     def __init__(self) -> None:
         self.entities: dict[str, Entity] = {}
@@ -131,6 +141,9 @@ class _Part:
         # the unresolved call sites of this file's code as text (facts.FileEdges), deflated:
         # read only for the questions about them, a third of the memory
         self.missed: bytes = b""
+        # the names those sites call, once asked (an edit asks which files call a name it
+        # defines: a file's sites are read once, not at every edit)
+        self.missed_names: frozenset[str] | None = None
 
     def copy(self) -> _Part:
         new = _Part()
@@ -142,6 +155,7 @@ class _Part:
         new.bases = self.bases
         new.via = self.via
         new.missed = self.missed
+        new.missed_names = self.missed_names
         return new
 
 
@@ -297,10 +311,17 @@ class Graph:
         if self._missed_index is None:
             files: dict[str, list[str]] = defaultdict(list)
             for rel in sorted(r for r, part in self._parts.items() if part.missed):
-                for name in {name for _src, name, _span in self.file_missed(rel) if name}:
+                for name in self._missed_names(rel):
                     files[name].append(rel)
             self._missed_index = {name: tuple(found) for name, found in files.items()}
         return self._missed_index
+
+    def _missed_names(self, relpath: str) -> frozenset[str]:
+        part = self._parts[relpath]
+        if part.missed_names is None:
+            found = (name for _src, name, _span in self.file_missed(relpath) if name)
+            part.missed_names = frozenset(found)
+        return part.missed_names
 
     def _unresolved_by_entity(self, relpath: str) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -319,6 +340,13 @@ class Graph:
     def has_maybe_callers(self, name: str) -> bool:
         """Whether an unresolved site calls an attribute or a name `name` (cheap)."""
         return name in self._names_missed()
+
+    def files_missing(self, name: str) -> list[str]:
+        """The files with unresolved sites that call an attribute or a name `name` (each
+        file's names kept with its part: the index of every name is made again after each
+        change, this is not)."""
+        parts = self._parts
+        return sorted(r for r in parts if parts[r].missed and name in self._missed_names(r))
 
     def maybe_callers(self, name: str) -> list[tuple[str, Span]]:
         """Unresolved sites that call an attribute or a name `name`: (caller id, span),
@@ -480,6 +508,7 @@ class Graph:
     def _put_missed(self, part: _Part, missed: str | bytes) -> None:
         """missed: as FileEdges has it, or as file_missed_packed gave it."""
         self._missed_index = None
+        part.missed_names = None
         if missed:
             part.missed = missed if isinstance(missed, bytes) else zlib.compress(missed.encode())
         else:
