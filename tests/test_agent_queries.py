@@ -129,3 +129,36 @@ def test_a_cycle_of_bases_lists_each_class_once(tmp_path: Path) -> None:
     )
     assert ids(q.hierarchy("A")["mro"]) == ["b.py:B"]
     assert ids(q.hierarchy("B")["mro"]) == ["a.py:A"]
+
+
+def test_source_text_is_read_in_the_file_s_own_codec_and_line_ends(tmp_path: Path) -> None:
+    # A latin-1 file (its cookie says so), a file whose lines end with a lone CR (Python
+    # and the index read each CR as a line end) and one with a BOM: the call-site text
+    # and the signatures quote each as Python reads it, at the line the index counted.
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "lib.py").write_text("def helper(x):\n    return x\n", encoding="utf-8")
+    (root / "latin.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nfrom lib import helper\n\n\n"
+        b'def caf\xe9(prix="d\xe9j\xe0"):\n    return helper("\xe9t\xe9")\n'
+    )
+    (root / "mac.py").write_bytes(b"from lib import helper\r\r\rdef old():\r    helper(1)\r")
+    (root / "bom.py").write_bytes(
+        b"\xef\xbb\xbffrom lib import helper\n\n\ndef bom():\n    helper('\xc3\xa9')\n"
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    sites = {
+        item["id"]: [(s["line"], s["text"]) for s in item["sites"]]
+        for item in q.callers("helper")["levels"][0]["items"]
+    }
+    assert sites == {
+        "latin.py:café": [(6, 'return helper("été")')],
+        "mac.py:old": [(5, "helper(1)")],
+        "bom.py:bom": [(5, "helper('é')")],
+    }
+    (latin,) = q.find_symbol("café")["matches"]
+    assert latin["signature"] == 'def café(prix="déjà")'
+    outline = q.outline("mac.py")["definitions"]
+    assert [(d["line"], d.get("signature")) for d in outline] == [(1, None), (4, "def old()")]

@@ -37,6 +37,7 @@ from anchor_ls.index import (
 from anchor_ls.index.model import ENTITY_KINDS, OVERRIDES, Graph, path_of
 from anchor_ls.index.stats import graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
+from anchor_ls.syntax.source import UnreadableSource, decode_source
 from anchor_ls.tags.apply import file_blocks
 from anchor_ls.tags.policy import (
     DEFAULT_MAX_ITEMS,
@@ -103,6 +104,16 @@ def _token(key: str) -> str:
 
 def _entity_token(ent: Entity) -> str:
     return ent.path.rpartition("/")[2] if ent.kind == "module" else ent.name
+
+
+def _text_lines(data: bytes) -> list[str]:
+    """A file's lines as the parser read them: in its declared codec, a CR alone or before
+    LF a line end (the index's line numbers count those); split at \n alone, since
+    splitlines() would also split at \f and other breaks Python does not count."""
+    try:
+        return decode_source(data).text.split("\n")
+    except UnreadableSource:  # not indexed either: no line to quote
+        return []
 
 
 def _capped(items: list[Any], limit: int) -> tuple[list[Any], int]:
@@ -264,9 +275,7 @@ class Queries:
     def _source_lines(self, relpath: str) -> list[str]:
         lines = self._lines.get(relpath)
         if lines is None:
-            data = self.index.source(relpath) or b""
-            # the index counts lines by \n alone; splitlines() would also split at \f
-            lines = data.decode("utf-8", "replace").split("\n")
+            lines = _text_lines(self.index.source(relpath) or b"")
             self._lines[relpath] = lines
             if len(self._lines) > 256:
                 self._lines.popitem(last=False)
