@@ -8,6 +8,7 @@ the repository, so nothing of the repository is on its sys.path.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -83,8 +84,11 @@ class Agent:
 async def agent(root: Path, tmp_path: Path) -> AsyncIterator[Agent]:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
-    params = StdioServerParameters(
-        command=sys.executable, args=["-P", "-m", "anchor_ls", "mcp", str(root)], cwd=elsewhere
+    params = StdioServerParameters(  # the whole environment: the SDK passes on only a few
+        command=sys.executable,  # variables, and the suite's user cache (conftest) is one
+        args=["-P", "-m", "anchor_ls", "mcp", str(root)],
+        cwd=elsewhere,
+        env=dict(os.environ),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -484,6 +488,23 @@ async def test_a_file_with_syntax_errors_is_reported_and_the_rest_answers(
         ]
         outline = await client.ask("outline", path="shop/handlers.py")
         assert outline["problem"].startswith("syntax:")
+
+
+async def test_stats_counts_what_anchor_ls_index_counts(tmp_path: Path) -> None:
+    # fixtures/example reaches definitions outside the repository (ext: entities) and has
+    # overriding methods: the tool's figures are the command line's, not the graph's size.
+    repo = copy_of(EXAMPLE, tmp_path)
+    done = cli(repo, "index", "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["external_entities"] > 0 and printed["edges"]["overrides"] > 0
+    async with agent(repo, tmp_path) as client:
+        stats = await client.ask("stats")
+    assert stats["files"] == printed["files"]
+    assert stats["entities"] == printed["entities"]
+    assert stats["external_entities"] == printed["external_entities"]
+    assert stats["edges"] == printed["edges"]
+    assert stats["problems"] == printed["problems"]
 
 
 async def test_the_server_writes_nothing_into_the_repository_but_its_cache(

@@ -25,17 +25,15 @@ from typing import Any
 
 from anchor_ls.index import (
     CALLS,
-    DENSE_KINDS,
     IMPORTS,
     INHERITS,
     REFERENCES,
-    STRUCTURAL_KINDS,
     TEST_REF,
     Entity,
     Index,
 )
-from anchor_ls.index.model import ENTITY_KINDS, OVERRIDES, Graph, path_of
-from anchor_ls.index.stats import graph_figures
+from anchor_ls.index.model import ENTITY_KINDS, EXTERNAL, OVERRIDES, Graph, path_of
+from anchor_ls.index.stats import edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.source import UnreadableSource, decode_source
 from anchor_ls.tags.apply import file_blocks
@@ -792,15 +790,16 @@ class Queries:
         graph = self.graph
         with self._pinned(graph):
             resolved, mean = self.auto_policy()
-            edges = {kind: graph.edge_count(kind) for kind in (*STRUCTURAL_KINDS, *DENSE_KINDS)}
+            reached = len(graph.file_entities(EXTERNAL))
             problems: dict[str, int] = {}
             for problem in self.index.problems.values():
                 problems[problem.kind] = problems.get(problem.kind, 0) + 1
             return {
                 "root": str(self.index.root),
                 "files": len(graph.files()),
-                "entities": len(graph.entities),
-                "edges": edges,
+                "entities": len(graph.entities) - reached,  # the repository's, as index prints
+                "external_entities": reached,
+                "edges": edge_counts(graph),
                 "mean_out_degree": round(mean, 3),
                 "policy": {
                     "name": resolved.name,
