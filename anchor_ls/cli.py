@@ -34,6 +34,21 @@ def _folder(path: str) -> Path:
     return root
 
 
+def _at_least(low: int, meaning: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number >= low, refused (exit 2) before anything is indexed."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low}{meaning} or more, not {value}")
+        return value
+
+    return number
+
+
 def _has_python(root: Path, exclude: Sequence[str]) -> bool:
     return any(isinstance(item, str) for item in python_files(root, exclude))
 
@@ -272,7 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def max_items(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument(
-            "--max-items", type=int, default=8, metavar="N", help=f"{what} (default 8; 0: all)"
+            "--max-items",
+            type=_at_least(0, " (no cap)"),
+            default=8,
+            metavar="N",
+            help=f"{what} (default 8; 0: all)",
         )
 
     def quiet(p: argparse.ArgumentParser) -> None:
@@ -312,8 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = query(name, f"list the {name} of TARGET (an id or an id's suffix)", func)
         p.add_argument("target", help=target_help)
         p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
-        p.add_argument("--depth", type=int, default=1, help="levels to follow (default 1)")
-        p.add_argument("--limit", type=int, default=50, help="entries shown (default 50)")
+        p.add_argument("--depth", type=_at_least(1), default=1, help="levels to follow (default 1)")
+        p.add_argument("--limit", type=_at_least(0), default=50, help="entries shown (default 50)")
         if name == "callers":
             p.add_argument(
                 "--maybe",
@@ -329,13 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["module", "class", "function", "method", "constant"],
         help="only definitions of this kind",
     )
-    p.add_argument("--limit", type=int, default=20, help="matches shown (default 20)")
+    p.add_argument("--limit", type=_at_least(0), default=20, help="matches shown (default 20)")
 
     p = query("impact", "what can break if TARGET changes, and the tests that reach it", cmd_impact)
     p.add_argument("target", help=target_help)
     p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
-    p.add_argument("--depth", type=int, default=3, help="levels to follow (default 3)")
-    p.add_argument("--limit", type=int, default=100, help="entries shown (default 100)")
+    p.add_argument("--depth", type=_at_least(1), default=3, help="levels to follow (default 3)")
+    p.add_argument("--limit", type=_at_least(0), default=100, help="entries shown (default 100)")
 
     p = query("hierarchy", "a class's bases and subclasses; a method's overrides", cmd_hierarchy)
     p.add_argument("target", help=target_help)

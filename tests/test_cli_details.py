@@ -112,6 +112,45 @@ def test_a_file_where_a_folder_is_needed_says_not_a_folder(repo: Path, user_cach
     assert done.stderr == f"anchor-ls: not a folder: {where}\n"
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["index", "--max-items", "-1"],
+            "argument --max-items: must be 0 (no cap) or more, not -1",
+        ),
+        (
+            ["check", "--max-items", "-2"],
+            "argument --max-items: must be 0 (no cap) or more, not -2",
+        ),
+        (["mcp", "--max-items", "-1"], "argument --max-items: must be 0 (no cap) or more, not -1"),
+        (["callers", "checkout", "--depth", "0"], "argument --depth: must be 1 or more, not 0"),
+        (["impact", "checkout", "--limit", "-1"], "argument --limit: must be 0 or more, not -1"),
+        (["find", "check", "--limit", "x"], "argument --limit: not a whole number: 'x'"),
+    ],
+)
+def test_a_bad_number_is_refused_before_anything_is_indexed(
+    repo: Path, user_cache: Path, args: list[str], said: str
+) -> None:
+    # refused as argparse refuses a bad choice (exit 2), before a build that takes a minute
+    # on a large repository; `mcp` with a negative cap served, and failed every tags call
+    command, *rest = args
+    done = subprocess.run(
+        [sys.executable, "-m", "anchor_ls", command, *rest[:1], str(repo), *rest[1:]]
+        if command in ("callers", "impact", "find")
+        else [sys.executable, "-m", "anchor_ls", command, str(repo), *rest],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(user_cache)},
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"anchor-ls {command}: error: {said}"
+    assert done.stdout == ""
+    assert not (repo / ".anchor-ls").exists()
+
+
 # ----- check's exit codes -----------------------------------------------------------
 
 
