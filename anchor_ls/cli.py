@@ -207,12 +207,22 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from anchor_ls.server.app import run
 
-    tcp = None
-    if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        tcp = (host or "127.0.0.1", int(port))
-    run(tcp)
+    try:
+        run(args.tcp)
+    except OSError as err:  # stdio cannot fail so; a TCP address can be taken or not ours
+        if args.tcp is None:
+            raise
+        host, port = args.tcp
+        _refuse(f"cannot listen on {host}:{port}: {err.strerror or err}")
     return 0
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    """An argparse type: HOST:PORT (HOST defaults to 127.0.0.1), checked before serving."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT with a port from 0 to 65535: {text!r}")
+    return host or "127.0.0.1", int(port)
 
 
 def cmd_tag(args: argparse.Namespace) -> int:
@@ -303,7 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     p = sub.add_parser("serve", help="run the language server (stdio by default)")
-    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
+    p.add_argument(
+        "--tcp",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="listen on a TCP port instead of stdio",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = indexed("index", "build or refresh the index; print statistics")

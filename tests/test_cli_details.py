@@ -8,6 +8,7 @@ import argparse
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -149,6 +150,26 @@ def test_a_bad_number_is_refused_before_anything_is_indexed(
     assert done.stderr.splitlines()[-1] == f"anchor-ls {command}: error: {said}"
     assert done.stdout == ""
     assert not (repo / ".anchor-ls").exists()
+
+
+@pytest.mark.parametrize("tcp", ["localhost", "127.0.0.1:http", "127.0.0.1:70000", ":-1"])
+def test_serve_refuses_a_tcp_address_without_a_port(user_cache: Path, tcp: str) -> None:
+    done = run(user_cache, "serve", "--tcp", tcp)
+    assert done.returncode == 2
+    said = f"argument --tcp: not HOST:PORT with a port from 0 to 65535: {tcp!r}"
+    assert done.stderr.splitlines()[-1] == f"anchor-ls serve: error: {said}"
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_on_a_port_in_use_says_so(user_cache: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(user_cache, "serve", "--tcp", f"127.0.0.1:{port}")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"anchor-ls: cannot listen on 127.0.0.1:{port}: ")
+    assert "Traceback" not in done.stderr
 
 
 # ----- check's exit codes -----------------------------------------------------------
