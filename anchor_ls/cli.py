@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -227,10 +228,18 @@ def _host_port(text: str) -> tuple[str, int]:
 
 def cmd_tag(args: argparse.Namespace) -> int:
     from anchor_ls.tags import commands
+    from anchor_ls.tags.apply import TagError, refuse_bad_output
 
     cache = args.cache
-    if args.out and not cache:  # a snapshot leaves its source as it was: no .anchor-ls in it
-        cache = str(user_cache_folder(_folder(args.path).resolve()))
+    if args.out:
+        root = _folder(args.path)
+        try:  # before the build, which can take a minute
+            refuse_bad_output(root, Path(os.path.abspath(args.out)), args.force)
+        except TagError as err:
+            print(f"anchor-ls: {err}", file=sys.stderr)
+            return 2
+        if not cache:  # a snapshot leaves its source as it was: no .anchor-ls in it
+            cache = str(user_cache_folder(root.resolve()))
     index = _index_for(args, args.path, cache)
     _print_problems(index)
     return commands.tag(args, index)

@@ -172,6 +172,25 @@ def test_serve_on_a_port_in_use_says_so(user_cache: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("case", ["not empty", "inside", "a file"])
+def test_tag_refuses_its_output_before_indexing(
+    repo: Path, user_cache: Path, tmp_path: Path, case: str
+) -> None:
+    # the refusal of a --out came after a whole build (a minute on a large repository)
+    out = {"not empty": tmp_path / "full", "inside": repo / "snap", "a file": tmp_path / "f"}[case]
+    if case == "not empty":
+        out.mkdir()
+        (out / "keep.txt").write_text("mine\n")
+    elif case == "a file":
+        out.write_text("mine\n")
+    done = run(user_cache, "tag", str(repo), "--out", str(out))
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("anchor-ls: output ")
+    assert done.stdout == ""
+    assert not (user_cache / "anchor-ls").exists()  # no index was built, no cache made
+    assert not (repo / ".anchor-ls").exists()
+
+
 # ----- check's exit codes -----------------------------------------------------------
 
 
