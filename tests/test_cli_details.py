@@ -216,6 +216,12 @@ def test_check_exits_2_for_usage_and_io_errors(repo: Path, user_cache: Path) -> 
     unread = run(user_cache, "check", str(repo), *cache)
     assert unread.returncode == 2
     assert "pkg/pipe.py: unreadable: not a regular file" in unread.stderr
+    # the report says why it could not vouch: the summary alone read "0 of 9 files stale"
+    assert unread.stdout.splitlines()[-2:] == [
+        "pkg/pipe.py: not read (unreadable); its tags are not checked",
+        "check: 0 of 9 files stale, 1 problems (policy topo, max 8; auto: mean call "
+        "out-degree 1.65 < 5: topo)",
+    ]
     # ...and it wins over stale tags: the run could not check everything
     assert run(user_cache, "check", str(repo), "--require", *cache).returncode == 2
 
