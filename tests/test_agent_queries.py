@@ -162,3 +162,21 @@ def test_source_text_is_read_in_the_file_s_own_codec_and_line_ends(tmp_path: Pat
     assert latin["signature"] == 'def café(prix="déjà")'
     outline = q.outline("mac.py")["definitions"]
     assert [(d["line"], d.get("signature")) for d in outline] == [(1, None), (4, "def old()")]
+
+
+def test_find_symbol_does_not_match_the_ext_prefix_of_library_ids(tmp_path: Path) -> None:
+    # `x` is in no name of functools.wraps: the `ext:` every library id starts with is
+    # not a part of its name (each library definition reached matched `x`, `e`, `t`)
+    q = queries(
+        tmp_path,
+        {
+            "a.py": "import functools\n\n\ndef deco(fn):\n    @functools.wraps(fn)\n"
+            "    def inner():\n        return fn()\n    return inner\n\n\ndef fix():\n    pass\n",
+        },
+    )
+    assert "ext:functools.wraps" in q.graph.entities
+    assert ids(q.find_symbol("x")["matches"]) == ["a.py:fix"]
+    assert ids(q.find_symbol("wraps")["matches"]) == ["ext:functools.wraps"]
+    assert ids(q.find_symbol("ext:functools.wraps")["matches"]) == ["ext:functools.wraps"]
+    every = q.find_symbol("ext:")["matches"]  # asked for: every library definition reached
+    assert ids(every) == sorted(i for i in q.graph.entities if i.startswith("ext:"))

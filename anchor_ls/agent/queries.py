@@ -32,7 +32,14 @@ from anchor_ls.index import (
     Entity,
     Index,
 )
-from anchor_ls.index.model import ENTITY_KINDS, EXTERNAL, OVERRIDES, Graph, path_of
+from anchor_ls.index.model import (
+    ENTITY_KINDS,
+    EXTERNAL,
+    EXTERNAL_PREFIX,
+    OVERRIDES,
+    Graph,
+    path_of,
+)
 from anchor_ls.index.stats import edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
 from anchor_ls.syntax.source import UnreadableSource, decode_source
@@ -240,11 +247,15 @@ class Queries:
             raise QueryError(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}")
         q = query.strip()
         low = q.lower()
+        # the `ext:` of a library's id is a mark, no part of its name, unless asked for
+        mark = 0 if low.startswith(EXTERNAL_PREFIX) else len(EXTERNAL_PREFIX)
         graph = self.graph
         with self._pinned(graph):
             ranked: list[tuple[int, str]] = []
             for lowered, ident in self._lowered_ids():
-                if low not in lowered:
+                cut = mark if ident.startswith(EXTERNAL_PREFIX) else 0
+                named = ident[cut:]
+                if low not in lowered[cut:]:
                     continue
                 ent = graph.entities.get(ident)
                 if ent is None or (kind is not None and ent.kind != kind):
@@ -253,7 +264,7 @@ class Queries:
                     rank = 0
                 elif ident.endswith(q):
                     rank = 1
-                elif q in ident:
+                elif q in named:
                     rank = 2
                 else:
                     rank = 3
