@@ -314,6 +314,34 @@ async def test_outline_gives_signatures_lines_and_short_tag_fields(
         ]
 
 
+async def test_a_file_is_found_in_every_form_an_agent_writes_it(shop: Path, tmp_path: Path) -> None:
+    # grep, tracebacks and compilers print `path:line` or `path:line:column`
+    forms = [P, f"./{P}", str(shop / P), f"{P}:11", f"{P}:11:5", f"shop/../{P}"]
+    async with agent(shop, tmp_path) as client:
+        for form in forms:
+            assert (await client.ask("outline", path=form))["path"] == P, form
+            assert (await client.ask("tags", target=form))["path"] == P, form
+        # a folder: the files in it to choose from, not the nearest names of the whole tree
+        for folder in ("shop", "shop/", "./shop"):
+            refused = await client.refused("outline", path=folder)
+            assert refused == {
+                "error": "shop is a folder, not a file: ask again with one of its Python files",
+                "candidates": ["shop/__init__.py", H, P, "shop/store.py"],
+                "more": 0,
+            }, folder
+        root = await client.refused("outline", path=".")  # was "outside the repository"
+        assert root["candidates"][:2] == ["shop/__init__.py", H]  # type: ignore[index]
+    text = cli(shop, "outline", "shop")
+    assert text.returncode == 1
+    assert text.stderr.splitlines()[1:] == [
+        "candidates:",
+        "  shop/__init__.py",
+        f"  {H}",
+        f"  {P}",
+        "  shop/store.py",
+    ]
+
+
 async def test_the_outline_of_a_large_file_is_capped_with_a_count(
     shop: Path, tmp_path: Path
 ) -> None:

@@ -75,6 +75,7 @@ SOURCE_CHARS = 120
 _BOUNDARY = ":./"
 _SPLIT = re.compile(r"[:./]")
 _SPACES = re.compile(r"\s+")
+_AT_LINE = re.compile(r"(.+\.pyi?)(?::\d+){1,2}")
 # The edge kind behind each relation impact reports (what ranks a module's demo blocks).
 _EDGE_OF = {
     "calls": CALLS,
@@ -105,6 +106,13 @@ def _token(key: str) -> str:
     if key.endswith(".py") or key.endswith(".pyi"):
         return key.rpartition("/")[2]
     return _SPLIT.split(key)[-1]
+
+
+def _without_line(path: str) -> str:
+    """`pkg/m.py:12` and `pkg/m.py:12:5`, as grep, tracebacks and compilers print a place,
+    name pkg/m.py (no id has a name that starts with a digit)."""
+    found = _AT_LINE.fullmatch(path)
+    return found.group(1) if found else path
 
 
 def _entity_token(ent: Entity) -> str:
@@ -621,23 +629,36 @@ class Queries:
 
     # ----- files and tags -----------------------------------------------------
     def _inside(self, path: str) -> str:
-        """path (relative to the root, or absolute) relative to the root; refused outside."""
+        """path (relative to the root, or absolute; a `:line` or `:line:column` after a
+        file's name is dropped) relative to the root, "." for the root; refused outside."""
         if not isinstance(path, str) or not path.strip():
             raise QueryError("path must be a non-empty string")
         root = self.index.root
-        rel = self.index.relpath(os.path.normpath(os.path.join(root, path.strip())))
+        full = os.path.normpath(os.path.join(root, _without_line(path.strip())))
+        if full == os.path.normpath(root):
+            return "."
+        rel = self.index.relpath(full)
         if rel is None or rel.startswith("../"):
             raise QueryError(f"{path!r} is outside the repository ({root}); refused")
         return rel
 
     def relpath(self, path: str) -> str:
         """A repository path (relative to its root, or absolute inside it) as indexed;
-        paths outside the repository are refused."""
+        paths outside the repository are refused, a folder lists its files to choose from."""
         rel = self._inside(path)
         if not self.graph.file_entities(rel):
             problem = self.index.problems.get(rel)
             if problem is not None:
                 raise QueryError(f"{rel}: not indexed: {problem.kind}: {problem.message}")
+            if os.path.isdir(os.path.join(self.index.root, rel)):
+                prefix = "" if rel == "." else f"{rel}/"
+                inside = [f for f in self.graph.files() if f.startswith(prefix)]
+                shown, more = _capped(inside, MAX_CANDIDATES)
+                raise QueryError(
+                    f"{rel} is a folder, not a file: ask again with one of its Python files",
+                    candidates=shown,
+                    more=more,
+                )
             names = difflib.get_close_matches(rel, self.graph.files(), n=5, cutoff=0.5)
             raise QueryError(f"{rel}: no indexed Python file there", nearest=sorted(names))
         return rel
@@ -739,11 +760,12 @@ class Queries:
 
     def _as_file(self, target: str) -> str | None:
         """The relpath a target names when it is a path (a module id is one)."""
+        target = _without_line(target)
         if ":" in target or not (target.endswith((".py", ".pyi")) or "/" in target):
             return None
         rel = self._inside(target)
-        if self.graph.file_entities(rel):
-            return rel
+        if self.graph.file_entities(rel) or os.path.isdir(os.path.join(self.index.root, rel)):
+            return self.relpath(target)  # a folder: refused with its files
         module = self.resolve(target)  # a module by a suffix of its path (`store.py`)
         return module.path if module.kind == "module" else self.relpath(target)
 
