@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from anchor_ls import __version__
-from anchor_ls.agent.queries import Queries, QueryError
+from anchor_ls.agent.queries import Queries, QueryError, without_line
 from anchor_ls.console import progress
 from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, EnvironmentProblem, Index
 from anchor_ls.index.cache import user_cache_folder
@@ -180,8 +180,20 @@ def cmd_hierarchy(args: argparse.Namespace) -> int:
     return _answer(args, "hierarchy", lambda q: q.hierarchy(args.target))
 
 
+def _file_arg(file: str, path: str) -> str:
+    """FILE relative to PATH; one that names no file there but names one from the working
+    folder (as a shell completes it, `repo/pkg/m.py`) is taken from there (absolute, so
+    the queries still refuse it outside the repository)."""
+    bare = without_line(file)
+    if os.path.isabs(bare) or os.path.exists(os.path.join(path, bare)):
+        return file
+    if not os.path.isfile(bare):
+        return file
+    return os.path.abspath(bare) + file[len(bare) :]
+
+
 def cmd_outline(args: argparse.Namespace) -> int:
-    return _answer(args, "outline", lambda q: q.outline(args.file))
+    return _answer(args, "outline", lambda q: q.outline(_file_arg(args.file, args.path)))
 
 
 def cmd_related_tests(args: argparse.Namespace) -> int:
@@ -385,7 +397,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
 
     p = query("outline", "every definition of FILE with its signature and tag fields", cmd_outline)
-    p.add_argument("file", help="relative to PATH, or absolute inside it")
+    p.add_argument(
+        "file",
+        help="relative to PATH (or to the working folder when it names no file in PATH), "
+        "or absolute inside PATH; a :LINE after it is ignored",
+    )
     p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
 
     p = query("related-tests", "the tests that exercise TARGET", cmd_related_tests)

@@ -5,6 +5,7 @@ missing path, exit codes a script can rely on, one figure for the tag policy, an
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -189,6 +190,22 @@ def test_tag_refuses_its_output_before_indexing(
     assert done.stdout == ""
     assert not (user_cache / "anchor-ls").exists()  # no index was built, no cache made
     assert not (repo / ".anchor-ls").exists()
+
+
+def test_outline_takes_a_file_as_the_shell_completes_it(repo: Path, user_cache: Path) -> None:
+    # from the folder above the repository, `example/pkg/service.py` is the file a shell
+    # completes; relative to PATH it names nothing, so it is taken from the working folder
+    for form in ("example/pkg/service.py", "example/pkg/service.py:16", "pkg/service.py"):
+        done = subprocess.run(
+            [sys.executable, "-m", "anchor_ls", "outline", form, "example", "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_CACHE_HOME": str(user_cache)},
+            cwd=repo.parent,
+            timeout=300,
+        )
+        assert done.returncode == 0, (form, done.stderr)
+        assert json.loads(done.stdout)["path"] == "pkg/service.py"
 
 
 # ----- check's exit codes -----------------------------------------------------------

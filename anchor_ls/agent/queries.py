@@ -108,7 +108,7 @@ def _token(key: str) -> str:
     return _SPLIT.split(key)[-1]
 
 
-def _without_line(path: str) -> str:
+def without_line(path: str) -> str:
     """`pkg/m.py:12` and `pkg/m.py:12:5`, as grep, tracebacks and compilers print a place,
     name pkg/m.py (no id has a name that starts with a digit)."""
     found = _AT_LINE.fullmatch(path)
@@ -634,7 +634,7 @@ class Queries:
         if not isinstance(path, str) or not path.strip():
             raise QueryError("path must be a non-empty string")
         root = self.index.root
-        full = os.path.normpath(os.path.join(root, _without_line(path.strip())))
+        full = os.path.normpath(os.path.join(root, without_line(path.strip())))
         if full == os.path.normpath(root):
             return "."
         rel = self.index.relpath(full)
@@ -760,7 +760,7 @@ class Queries:
 
     def _as_file(self, target: str) -> str | None:
         """The relpath a target names when it is a path (a module id is one)."""
-        target = _without_line(target)
+        target = without_line(target)
         if ":" in target or not (target.endswith((".py", ".pyi")) or "/" in target):
             return None
         rel = self._inside(target)
