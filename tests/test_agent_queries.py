@@ -3,12 +3,15 @@ are in test_agent_mcp.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from anchor_ls.agent.queries import Queries, QueryError
 from anchor_ls.index import Index
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
 
 def queries(tmp_path: Path, files: dict[str, str]) -> Queries:
@@ -180,3 +183,25 @@ def test_find_symbol_does_not_match_the_ext_prefix_of_library_ids(tmp_path: Path
     assert ids(q.find_symbol("ext:functools.wraps")["matches"]) == ["ext:functools.wraps"]
     every = q.find_symbol("ext:")["matches"]  # asked for: every library definition reached
     assert ids(every) == sorted(i for i in q.graph.entities if i.startswith("ext:"))
+
+
+def test_the_impact_of_a_constant_is_the_code_that_reads_it(tmp_path: Path) -> None:
+    # fixtures/example: pkg/repo.py's SqlRepo.__init__ reads config.TIMEOUT (`self.timeout =
+    # TIMEOUT`), pkg/service.py's checkout reads MAX_ITEMS; "0 affected" hid both
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    timeout = q.impact("pkg/config.py:TIMEOUT")
+    first = timeout["affected"][0]
+    assert (first["id"], first["distance"], first["relation"]) == (
+        "pkg/repo.py:SqlRepo.__init__",
+        1,
+        "reads",
+    )
+    second = {i["id"] for i in timeout["affected"] if i["distance"] == 2}
+    assert {"pkg/service.py:CheckoutService.__init__", "pkg/cli.py:main"} <= second
+    assert "tests/test_service.py:test_service_run_records_timing" in ids(timeout["tests"])
+    items = q.impact("pkg/config.py:MAX_ITEMS", depth=1)["affected"]
+    assert [(i["id"], i["relation"]) for i in items] == [("pkg/service.py:checkout", "reads")]

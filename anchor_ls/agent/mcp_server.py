@@ -126,8 +126,8 @@ def build_server(service: Service) -> MCPServer:
     @server.tool()
     async def impact(symbol: str, depth: int = 3, limit: int = 100) -> CallToolResult:
         """What can break if `symbol` changes: transitive callers and users, subclasses,
-        overriding methods, importers of a module, each with its distance and relation;
-        and the tests that reach any of them."""
+        overriding methods, importers of a module, readers of a constant, each with its
+        distance and relation; and the tests that reach any of them."""
         return await run(lambda q: q.impact(symbol, depth, limit))
 
     @server.tool()

@@ -25,6 +25,8 @@ from typing import Any
 
 from anchor_ls.index import (
     CALLS,
+    CONFIG_USAGE,
+    CONST_REF,
     IMPORTS,
     INHERITS,
     REFERENCES,
@@ -83,6 +85,7 @@ _EDGE_OF = {
     "subclass": INHERITS,
     "override": CALLS,
     "imports": IMPORTS,
+    "reads": CONST_REF,
 }
 # Fields an outline shows: the topology, both directions (tests are counted: their ids
 # are long and many, and related_tests lists them).
@@ -455,11 +458,15 @@ class Queries:
         elif ent.kind == "module":
             for other in graph.into(IMPORTS, ent.id):
                 yield "imports", other
+        elif ent.kind == "constant":  # read directly, or as a setting of the settings module
+            for kind in (CONST_REF, CONFIG_USAGE):
+                for other in graph.into(kind, ent.id):
+                    yield "reads", other
 
     def impact(self, symbol: str, depth: int = 3, limit: int = 100) -> dict[str, Any]:
         """What can break if `symbol` changes: transitive callers and users, subclasses,
-        overriding methods, importers of a module, each level in rank order; then the tests
-        that reach any of them."""
+        overriding methods, importers of a module, readers of a constant, each level in
+        rank order; then the tests that reach any of them."""
         _check_depth(depth)
         graph = self.graph
         with self._pinned(graph):
