@@ -205,3 +205,34 @@ def test_the_impact_of_a_constant_is_the_code_that_reads_it(tmp_path: Path) -> N
     assert "tests/test_service.py:test_service_run_records_timing" in ids(timeout["tests"])
     items = q.impact("pkg/config.py:MAX_ITEMS", depth=1)["affected"]
     assert [(i["id"], i["relation"]) for i in items] == [("pkg/service.py:checkout", "reads")]
+
+
+def test_a_symbol_may_be_a_dotted_python_path_or_a_pytest_node_id(tmp_path: Path) -> None:
+    # what an agent copies from an import, a traceback's module, or pytest's output
+    q = queries(
+        tmp_path,
+        {
+            "src/shop/__init__.py": "",
+            "src/shop/core.py": "class Engine:\n    def fire(self):\n        pass\n",
+            "src/shop/more.py": "class Engine:\n    def fire(self):\n        pass\n",
+            "tests/test_core.py": "def test_run():\n    pass\n\n\n"
+            "class TestEngine:\n    def test_fire(self):\n        pass\n",
+        },
+    )
+    named = {
+        "shop.core.Engine.fire": "src/shop/core.py:Engine.fire",
+        "core.Engine": "src/shop/core.py:Engine",
+        "shop.core": "src/shop/core.py",
+        "shop": "src/shop/__init__.py",
+        "tests/test_core.py::test_run": "tests/test_core.py:test_run",
+        "tests/test_core.py::TestEngine::test_fire": "tests/test_core.py:TestEngine.test_fire",
+        "tests/test_core.py::TestEngine::test_fire[1-x]": "tests/test_core.py:TestEngine.test_fire",
+    }
+    for symbol, ident in named.items():
+        assert q.resolve(symbol).id == ident, symbol
+    with pytest.raises(QueryError) as ambiguous:  # never a guess: both files define it
+        q.resolve("Engine.fire")
+    assert ambiguous.value.data["candidates"] == [
+        "src/shop/core.py:Engine.fire",
+        "src/shop/more.py:Engine.fire",
+    ]

@@ -31,7 +31,8 @@ INSTRUCTIONS = (
     "The call, inheritance and import graph of one Python repository, resolved by "
     "anchor-ls's binder (not matched by bare name) and brought up to date with the disk "
     "before every answer. A symbol is an entity id (`pkg/mod.py:Class.method`, a module "
-    "is its path) or a suffix of one (`Class.method`); find_symbol finds ids. Ask "
+    "is its path) or a suffix of one (`Class.method`); a dotted Python path "
+    "(`pkg.mod.Class`) and a pytest node id work too; find_symbol finds ids. Ask "
     "callers/impact before changing a signature, outline to learn a file, related_tests "
     "for what to run."
 )

@@ -118,6 +118,24 @@ def without_line(path: str) -> str:
     return found.group(1) if found else path
 
 
+def _spellings(key: str) -> list[str]:
+    """The ids key may stand for when it is written as Python or pytest write a place:
+    a pytest node id (`path.py::Class::test[param]`), or a dotted path (`pkg.mod.Class.f`:
+    each split into a module, as a file or a package, and the names inside it)."""
+    if "::" in key:
+        path, _, names = key.partition("::")
+        return [f"{path}:{names.partition('[')[0].replace('::', '.')}"]
+    if any(c in key for c in ":/"):
+        return []
+    parts = key.split(".")
+    found = []
+    for cut in range(len(parts), 0, -1):
+        module, names = "/".join(parts[:cut]), ".".join(parts[cut:])
+        for path in (f"{module}.py", f"{module}/__init__.py"):
+            found.append(f"{path}:{names}" if names else path)
+    return found
+
+
 def _entity_token(ent: Entity) -> str:
     return ent.path.rpartition("/")[2] if ent.kind == "module" else ent.name
 
@@ -227,6 +245,9 @@ class Queries:
             return found
         bare = key.lstrip(":./")  # `.save`, `:Charge`: the mark of a short link
         matches = self._suffix_matches(bare) if bare else []
+        if not matches:  # `pkg.mod.Class.method`, `tests/test_x.py::TestX::test_y[1]`
+            found = {i for alt in _spellings(key) for i in self._suffix_matches(alt)}
+            matches = sorted(found)
         if len(matches) == 1:
             ent = graph.entity(matches[0])
             assert ent is not None
