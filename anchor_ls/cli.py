@@ -15,7 +15,7 @@ from anchor_ls.agent.queries import Queries, QueryError, without_line
 from anchor_ls.console import progress
 from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, EnvironmentProblem, Index
 from anchor_ls.index.cache import user_cache_folder
-from anchor_ls.index.files import python_files
+from anchor_ls.index.files import exclude_patterns, python_files
 from anchor_ls.index.model import EXTERNAL, OVERRIDES
 from anchor_ls.tags.policy import PolicyError
 
@@ -51,7 +51,7 @@ def _at_least(low: int, meaning: str = "") -> Callable[[str], int]:
 
 
 def _has_python(root: Path, exclude: Sequence[str]) -> bool:
-    return any(isinstance(item, str) for item in python_files(root, exclude))
+    return any(isinstance(item, str) for item in python_files(root, exclude_patterns(exclude)))
 
 
 def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) -> Index:

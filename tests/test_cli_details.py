@@ -208,6 +208,17 @@ def test_outline_takes_a_file_as_the_shell_completes_it(repo: Path, user_cache: 
         assert json.loads(done.stdout)["path"] == "pkg/service.py"
 
 
+def test_exclude_takes_a_folder_as_a_shell_writes_it(repo: Path, user_cache: Path) -> None:
+    # `tests/` (a shell completes a folder so) and `./tests` left out nothing: no relpath
+    # ends with a slash or starts with ./
+    counts = {}
+    for pattern in ("tests", "tests/", "./tests", "./tests/", "tests/*"):
+        done = run(user_cache, "index", str(repo), "--exclude", pattern, "--json")
+        assert done.returncode == 0, done.stderr
+        counts[pattern] = json.loads(done.stdout)["files"]
+    assert set(counts.values()) == {len(list((repo / "pkg").glob("*.py")))}, counts
+
+
 # ----- check's exit codes -----------------------------------------------------------
 
 
