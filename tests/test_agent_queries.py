@@ -236,3 +236,30 @@ def test_a_symbol_may_be_a_dotted_python_path_or_a_pytest_node_id(tmp_path: Path
         "src/shop/core.py:Engine.fire",
         "src/shop/more.py:Engine.fire",
     ]
+
+
+def test_a_signature_ends_at_the_colon_that_ends_the_header(tmp_path: Path) -> None:
+    # a `#` in a string, a comment after the colon or between the parameters, and a body on
+    # the header's line: the header ran on into the body and the next definitions
+    q = queries(
+        tmp_path,
+        {
+            "m.py": 'def f(a="#", b=1):\n    x = 1\n    return x\n\n\n'
+            'def g(sep: str = "#") -> str:  # a comment: here\n    return sep\n\n\n'
+            "class C(dict):  # type: ignore\n    pass\n\n\n"
+            "def h(\n    a,  # first: one\n    b: int = 2,\n):\n    pass\n\n\n"
+            'def k(d={"a": 1}): return d\n\n\n'
+            "class D:\n    async def run(self, *, n: 'int' = 1) -> None:\n        pass\n",
+        },
+    )
+    signatures = {d["name"]: d.get("signature") for d in q.outline("m.py")["definitions"]}
+    assert signatures == {
+        "m.py": None,
+        "f": 'def f(a="#", b=1)',
+        "g": 'def g(sep: str = "#") -> str',
+        "C": "class C(dict)",
+        "h": "def h(a, b: int = 2,)",
+        "k": 'def k(d={"a": 1})',
+        "D": "class D",
+        "D.run": "async def run(self, *, n: 'int' = 1) -> None",
+    }

@@ -17,6 +17,7 @@ import difflib
 import os
 import re
 import threading
+import tokenize
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -76,7 +77,9 @@ SIGNATURE_CHARS = 160
 SOURCE_CHARS = 120
 _BOUNDARY = ":./"
 _SPLIT = re.compile(r"[:./]")
-_SPACES = re.compile(r"\s+")
+_OPENING = frozenset("([{")
+_CLOSING = frozenset(")]}")
+HEADER_LINES = 60  # lines a def or class header may span
 _AT_LINE = re.compile(r"(.+\.pyi?)(?::\d+){1,2}")
 # The edge kind behind each relation impact reports (what ranks a module's demo blocks).
 _EDGE_OF = {
@@ -134,6 +137,47 @@ def _spellings(key: str) -> list[str]:
         for path in (f"{module}.py", f"{module}/__init__.py"):
             found.append(f"{path}:{names}" if names else path)
     return found
+
+
+_SKIPPED = frozenset(
+    {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+    }
+)
+
+
+def _header(lines: list[str]) -> str | None:
+    """The `def` or `class` header the lines start with, up to the colon that ends it, on
+    one line and without its comments (a `#` in a string and a body after the colon are
+    no end of it, as they were for a scan of the text); None when it does not tokenize."""
+    source = iter([f"{line}\n" for line in lines])
+    out: list[str] = []
+    depth = 0
+    last: tokenize.TokenInfo | None = None
+    try:
+        for tok in tokenize.generate_tokens(lambda: next(source, "")):
+            if tok.type in _SKIPPED:
+                continue
+            if tok.type == tokenize.OP:
+                if tok.string in _OPENING:
+                    depth += 1
+                elif tok.string in _CLOSING:
+                    depth -= 1
+                elif tok.string == ":" and depth == 0:
+                    return "".join(out)
+            apart = last is not None and last.end != tok.start
+            if apart and last.string not in _OPENING and tok.string not in _CLOSING:
+                out.append(" ")
+            out.append(tok.string)
+            last = tok
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return None
 
 
 def _entity_token(ent: Entity) -> str:
@@ -335,17 +379,11 @@ class Queries:
         if ent.kind == "module":
             return f"module {ent.path}"
         lines = self._source_lines(ent.path)
-        parts: list[str] = []
-        for text in lines[ent.line - 1 : ent.line + 11]:
-            parts.append(text.strip())
-            if ent.kind == "constant":
-                break
-            bare = text.split("#", 1)[0].rstrip()
-            if bare.endswith(":"):
-                break
-        header = _SPACES.sub(" ", " ".join(parts)).replace("( ", "(").replace(" )", ")")
-        if ent.kind != "constant" and header.endswith(":"):
-            header = header[:-1]
+        first = lines[ent.line - 1].strip() if 0 < ent.line <= len(lines) else ""
+        if ent.kind == "constant":
+            header = first
+        else:
+            header = _header(lines[ent.line - 1 : ent.line + HEADER_LINES]) or first
         return header if len(header) <= SIGNATURE_CHARS else header[: SIGNATURE_CHARS - 1] + "…"
 
     def _brief(self, ent: Entity) -> dict[str, Any]:
