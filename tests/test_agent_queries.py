@@ -263,3 +263,38 @@ def test_a_signature_ends_at_the_colon_that_ends_the_header(tmp_path: Path) -> N
         "D": "class D",
         "D.run": "async def run(self, *, n: 'int' = 1) -> None",
     }
+
+
+def test_hierarchy_lists_the_repository_s_own_subclasses_before_its_tests(
+    tmp_path: Path,
+) -> None:
+    # DRF: 95 test views subclass APIView directly, so the 100 subclasses listed were
+    # those and ListAPIView, ModelViewSet (distance 2 and more) were cut
+    tests = "from app.views import View\n" + "".join(
+        f"\n\nclass Test{i}(View):\n    def get(self):\n        pass\n" for i in range(120)
+    )
+    q = queries(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/views.py": "class View:\n    def get(self):\n        pass\n",
+            "app/generic.py": "from app.views import View\n\n\nclass Generic(View):\n    pass\n\n\n"
+            "class ListView(Generic):\n    def get(self):\n        pass\n",
+            "tests/test_views.py": tests,
+        },
+    )
+    answer = q.hierarchy("app/views.py:View")
+    assert answer["subclasses_total"] == 122 and answer["omitted"] == 22
+    head = [(s["id"], s["distance"], s.get("test", False)) for s in answer["subclasses"][:3]]
+    assert head == [
+        ("app/generic.py:Generic", 1, False),
+        ("app/generic.py:ListView", 2, False),
+        ("tests/test_views.py:Test0", 1, True),
+    ]
+    overrides = q.hierarchy("app/views.py:View.get")
+    assert overrides["overrides_total"] == 121
+    assert ids(overrides["overrides"])[:2] == [
+        "app/generic.py:ListView.get",
+        "tests/test_views.py:Test0.get",
+    ]
+    assert overrides["overrides"][1]["test"] is True

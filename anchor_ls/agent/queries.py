@@ -60,7 +60,7 @@ from anchor_ls.tags.policy import (
     resolve_policy,
     tags_file,
 )
-from anchor_ls.tags.rank import DEMO, TESTS, rank_key
+from anchor_ls.tags.rank import DEMO, TESTS, rank_key, role
 from anchor_ls.tags.render import block_lines, field_line
 
 MAX_SITES = 3  # call-site lines shown per caller or callee (the rest are counted)
@@ -644,19 +644,35 @@ class Queries:
                 found.append(candidate)
         return sorted(found)
 
+    def _by_role(self, items: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+        """(distance, id) pairs with the repository's own code first, then demo code, then
+        tests (what MAX_LISTED cuts first), each by distance and id."""
+        return sorted(items, key=lambda item: (role(self.graph, item[1]), *item))
+
+    def _marked(self, ent: Entity) -> dict[str, Any]:
+        """_brief, marked `"test": true` or `"demo": true` as callers' items are."""
+        brief = self._brief(ent)
+        found = role(self.graph, ent.id)
+        if found == TESTS:
+            brief["test"] = True
+        elif found == DEMO:
+            brief["demo"] = True
+        return brief
+
     def hierarchy(self, symbol: str) -> dict[str, Any]:
         """A class's bases (MRO order) and subclasses; a method's overridden definitions
-        (nearest first) and its overrides."""
+        (nearest first) and its overrides; subclasses and overrides list the repository's
+        own code first, then demo code, then tests (marked as callers marks them)."""
         graph = self.graph
         with self._pinned(graph):
             ent = self.resolve(symbol)
             if ent.kind == "class":
                 bases = [self._brief(e) for i in self._bases(ent.id) if (e := graph.entity(i))]
                 subs = []
-                for level, ident in self._subclasses(ent.id):
+                for level, ident in self._by_role(self._subclasses(ent.id)):
                     sub = graph.entity(ident)
                     if sub is not None:
-                        subs.append({**self._brief(sub), "distance": level})
+                        subs.append({**self._marked(sub), "distance": level})
                 shown, more = _capped(subs, MAX_LISTED)
                 return {
                     "symbol": ent.id,
@@ -681,7 +697,11 @@ class Queries:
                 found = graph.entity(ident)
                 if found is not None:
                     overridden.append(self._brief(found))
-            overrides = [self._brief(e) for i in self._overrides(ent) if (e := graph.entity(i))]
+            overrides = [
+                self._marked(e)
+                for _, i in self._by_role((0, i) for i in self._overrides(ent))
+                if (e := graph.entity(i))
+            ]
             shown, more = _capped(overrides, MAX_LISTED)
             return {
                 "symbol": ent.id,

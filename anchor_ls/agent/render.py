@@ -86,18 +86,24 @@ def _impact(answer: dict[str, Any]) -> list[str]:
     return out + _omitted(answer, "tests_omitted", "more tests")
 
 
+def _role(item: dict[str, Any]) -> str:
+    return " (test)" if item.get("test") else " (demo)" if item.get("demo") else ""
+
+
 def _hierarchy(answer: dict[str, Any]) -> list[str]:
     out = [answer["symbol"]]
     if answer["kind"] == "class":
         out.append("mro:")
         out += [f"  {b['id']}  ({_where(b)})" for b in answer["mro"]]
         out.append(f"subclasses ({answer['subclasses_total']}):")
-        out += [f"  {s['distance']}  {s['id']}  ({_where(s)})" for s in answer["subclasses"]]
+        out += [
+            f"  {s['distance']}  {s['id']}{_role(s)}  ({_where(s)})" for s in answer["subclasses"]
+        ]
     else:
         out.append("overrides (nearest first):")
         out += [f"  {b['id']}  ({_where(b)})" for b in answer["overridden"]]
         out.append(f"overridden by ({answer['overrides_total']}):")
-        out += [f"  {s['id']}  ({_where(s)})" for s in answer["overrides"]]
+        out += [f"  {s['id']}{_role(s)}  ({_where(s)})" for s in answer["overrides"]]
     return out + _omitted(answer)
 
 
