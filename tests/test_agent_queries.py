@@ -298,3 +298,23 @@ def test_hierarchy_lists_the_repository_s_own_subclasses_before_its_tests(
         "tests/test_views.py:Test0.get",
     ]
     assert overrides["overrides"][1]["test"] is True
+
+
+def test_a_method_named_through_a_subclass_is_the_one_its_mro_finds(tmp_path: Path) -> None:
+    # Flask.route is Scaffold.route, as Python finds it; 'no definition matches' sent the
+    # agent guessing among the nearest names
+    q = queries(
+        tmp_path,
+        {
+            "web/scaffold.py": "class Scaffold:\n    def route(self):\n        pass\n\n\n"
+            "    def run(self):\n        pass\n",
+            "web/app.py": "from web.scaffold import Scaffold\n\n\nclass App(Scaffold):\n"
+            "    def run(self):\n        pass\n\n\nclass Flask(App):\n    pass\n",
+        },
+    )
+    assert q.resolve("Flask.route").id == "web/scaffold.py:Scaffold.route"
+    assert q.resolve("web.app.Flask.route").id == "web/scaffold.py:Scaffold.route"
+    assert q.resolve("web/app.py:Flask.run").id == "web/app.py:App.run"  # nearest first
+    assert q.callers("Flask.route")["symbol"] == "web/scaffold.py:Scaffold.route"
+    with pytest.raises(QueryError, match=r"no definition matches 'Flask\.missing'"):
+        q.resolve("Flask.missing")

@@ -292,6 +292,8 @@ class Queries:
         if not matches:  # `pkg.mod.Class.method`, `tests/test_x.py::TestX::test_y[1]`
             found = {i for alt in _spellings(key) for i in self._suffix_matches(alt)}
             matches = sorted(found)
+        if not matches and (inherited := self._inherited(key)) is not None:
+            return inherited
         if len(matches) == 1:
             ent = graph.entity(matches[0])
             assert ent is not None
@@ -308,6 +310,24 @@ class Queries:
             f"no definition matches {symbol!r}",
             nearest=self.nearest(key),
         )
+
+    def _inherited(self, key: str) -> Entity | None:
+        """`Class.name` for a name Class does not define: the definition its MRO finds
+        (`Flask.route` is Scaffold.route, as Python looks it up), else None."""
+        owner, dot, name = key.rpartition(".")
+        if not dot or not owner or not name or ":" in name or "/" in name:
+            return None
+        try:
+            cls = self.resolve(owner)
+        except QueryError:
+            return None
+        if cls.kind != "class":
+            return None
+        for klass in self.index.mro(cls.id)[1:]:
+            found = self.graph.entity(f"{klass}.{name}")
+            if found is not None:
+                return found
+        return None
 
     def _lowered_ids(self) -> list[tuple[str, str]]:
         if self._lowered is None:
