@@ -469,12 +469,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", metavar="DIR", required=True, help="DIR/<id>/, DIR/results.jsonl")
     p.add_argument("--graph", action="store_true", help="also write DIR/<id>/graph.json")
-    p.add_argument("--workers", type=int, metavar="N", help="processes (default: the cores)")
+    p.add_argument(
+        "--workers", type=_at_least(1), metavar="N", help="processes (default: the cores)"
+    )
     p.add_argument(
         "--ray", nargs="?", const="", metavar="ADDRESS", help="run on Ray (auto: this cluster)"
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per task")
-    p.add_argument("--chain-size", type=int, metavar="N", help="tasks per chain at most")
+    p.add_argument("--chain-size", type=_at_least(1), metavar="N", help="tasks per chain at most")
     p.add_argument(
         "--incremental",
         action="store_true",
