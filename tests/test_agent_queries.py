@@ -318,3 +318,18 @@ def test_a_method_named_through_a_subclass_is_the_one_its_mro_finds(tmp_path: Pa
     assert q.callers("Flask.route")["symbol"] == "web/scaffold.py:Scaffold.route"
     with pytest.raises(QueryError, match=r"no definition matches 'Flask\.missing'"):
         q.resolve("Flask.missing")
+
+
+def test_the_tests_that_read_a_constant_are_its_related_tests(tmp_path: Path) -> None:
+    # fixtures/example: test_service_run_records_timing reads plugins.TIMINGS; impact
+    # listed it among the tests, related_tests said no tests reach TIMINGS
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    reader = "tests/test_service.py:test_service_run_records_timing"
+    assert ids(q.impact("pkg/plugins.py:TIMINGS")["tests"]) == [reader]
+    assert ids(q.related_tests("pkg/plugins.py:TIMINGS")["tests"]) == [reader]
+    timings = [d for d in q.outline("pkg/plugins.py")["definitions"] if d["name"] == "TIMINGS"]
+    assert timings[0]["tests"] == 1

@@ -606,10 +606,11 @@ class Queries:
         }
 
     def _test_sources(self, ident: str) -> set[str]:
-        """Test code that exercises ident directly (its test_ref edges, its test callers)."""
+        """Test code that exercises ident directly (its test_ref edges, its test callers
+        and users, the tests that read it when it is a constant)."""
         graph = self.graph
         found = set(graph.into(TEST_REF, ident))
-        for kind in (CALLS, REFERENCES):
+        for kind in (CALLS, REFERENCES, CONST_REF, CONFIG_USAGE):
             found.update(i for i in graph.into(kind, ident) if is_test_path(path_of(i)))
         found.discard(ident)
         return found
