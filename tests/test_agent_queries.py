@@ -333,3 +333,22 @@ def test_the_tests_that_read_a_constant_are_its_related_tests(tmp_path: Path) ->
     assert ids(q.related_tests("pkg/plugins.py:TIMINGS")["tests"]) == [reader]
     timings = [d for d in q.outline("pkg/plugins.py")["definitions"] if d["name"] == "TIMINGS"]
     assert timings[0]["tests"] == 1
+
+
+def test_the_callers_of_a_constant_are_the_code_that_reads_it(tmp_path: Path) -> None:
+    # "no callers of pkg/config.py:MAX_ITEMS", while checkout reads it twice
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    (level,) = q.callers("pkg/config.py:MAX_ITEMS")["levels"]
+    (item,) = level["items"]
+    assert (item["id"], item["relation"]) == ("pkg/service.py:checkout", "read")
+    assert [(s["line"], s["text"]) for s in item["sites"]] == [
+        (18, "if len(skus) > MAX_ITEMS:"),
+        (19, 'raise OrderError(f"at most {MAX_ITEMS} items per order")'),
+    ]
+    deeper = q.callers("pkg/config.py:TIMEOUT", depth=2)["levels"]
+    assert ids(deeper[0]["items"]) == ["pkg/repo.py:SqlRepo.__init__"]
+    assert deeper[1]["items"][0]["relation"] == "call"  # who calls the reader

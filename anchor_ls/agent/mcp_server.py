@@ -112,10 +112,11 @@ def build_server(service: Service) -> MCPServer:
         symbol: str, depth: int = 1, limit: int = 50, maybe: bool = False
     ) -> CallToolResult:
         """Who calls `symbol` (relation "call") or uses it as a value (relation
-        "reference"), level by level up to `depth`, each with its call-site lines and
-        how the call was resolved (call_via). In each level test code comes last, marked
-        "test" (limit cuts it first). `possible`: how many call sites the index could not
-        resolve call a name like symbol's; maybe=true lists them as `maybe`."""
+        "reference"; a constant's readers: "read"), level by level up to `depth`, each
+        with its call-site lines and how the call was resolved (call_via). In each level
+        test code comes last, marked "test" (limit cuts it first). `possible`: how many
+        call sites the index could not resolve call a name like symbol's; maybe=true
+        lists them as `maybe`."""
         return await run(lambda q: q.callers(symbol, depth, limit, maybe))
 
     @server.tool()

@@ -81,6 +81,8 @@ _OPENING = frozenset("([{")
 _CLOSING = frozenset(")]}")
 HEADER_LINES = 60  # lines a def or class header may span
 _AT_LINE = re.compile(r"(.+\.pyi?)(?::\d+){1,2}")
+# The relation of a caller or callee, by the edge that links it (a constant's: "read").
+_RELATION = {CALLS: "call", REFERENCES: "reference"}
 # The edge kind behind each relation impact reports (what ranks a module's demo blocks).
 _EDGE_OF = {
     "calls": CALLS,
@@ -457,6 +459,14 @@ class Queries:
         """What `symbol` calls (or uses as a value), level by level."""
         return self._neighbours(symbol, depth, limit, incoming=False)
 
+    def _neighbour_kinds(self, ident: str, incoming: bool) -> tuple[str, ...]:
+        """The edges followed from ident: calls and uses as a value; into a constant, the
+        reads of it (directly, or as a setting of the settings module)."""
+        ent = self.graph.entity(ident) if incoming else None
+        if ent is not None and ent.kind == "constant":
+            return (CONST_REF, CONFIG_USAGE)
+        return (CALLS, REFERENCES)
+
     def _neighbours(self, symbol: str, depth: int, limit: int, incoming: bool) -> dict[str, Any]:
         """Level by level, each level in rank order (what `limit` keeps first)."""
         _check_depth(depth)
@@ -470,7 +480,7 @@ class Queries:
             for level in range(1, depth + 1):
                 reached: dict[str, tuple[str, str]] = {}
                 for via in frontier:
-                    for kind in (CALLS, REFERENCES):
+                    for kind in self._neighbour_kinds(via, incoming):
                         for other in step(kind, via):
                             if other in seen:
                                 continue
@@ -495,7 +505,7 @@ class Queries:
                 if ent is None:
                     continue
                 item = self._brief(ent)
-                item["relation"] = "call" if kind == CALLS else "reference"
+                item["relation"] = _RELATION.get(kind, "read")
                 if role == TESTS:
                     item["test"] = True
                 elif role == DEMO:

@@ -31,7 +31,7 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
     for level in answer["levels"]:
         pad = "  " * (level["depth"] - 1)
         for item in level["items"]:
-            marks = "" if item["relation"] == "call" else " (reference)"
+            marks = "" if item["relation"] == "call" else f" ({item['relation']})"
             marks += f" [{item['call_via']}]" if "call_via" in item else ""
             marks += " (test)" if item.get("test") else ""
             marks += " (demo)" if item.get("demo") else ""
