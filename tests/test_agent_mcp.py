@@ -603,6 +603,21 @@ def test_the_cli_prints_readable_text_by_default(shop: Path) -> None:
     assert f"  {H}:Audited.handle" in ambiguous.stderr.splitlines()
 
 
+def test_a_limit_of_0_gives_the_counts_without_saying_there_are_none(shop: Path) -> None:
+    # "no callers of shop/payments.py:Charge" followed by "[+4 more left out...]"
+    callers = cli(shop, "callers", "Charge", "--limit", "0")
+    assert callers.returncode == 0, callers.stderr
+    assert callers.stdout.splitlines() == ["[+4 more left out; raise --limit] 3 callers · 1 test"]
+    found = cli(shop, "find", "handle", "--limit", "0")
+    assert found.stdout.splitlines() == ["[+16 more left out; raise --limit]"]
+    assert cli(shop, "callers", "refund").stdout.splitlines()[0] == (
+        f"{H}:RefundHandler.handle [import]\t{H}:26: charge = refund(Charge(amount))"
+    )
+    assert cli(shop, "callers", "dispatch", "--limit", "0").stdout.splitlines()[0] == (
+        "[+2 more left out; raise --limit] 1 caller · 1 test"
+    )
+
+
 async def test_callers_and_callees_on_the_example_are_its_hand_written_calls(
     tmp_path: Path,
 ) -> None:

@@ -18,7 +18,7 @@ def _omitted(answer: dict[str, Any], key: str = "omitted", noun: str = "more") -
 
 def _find(answer: dict[str, Any]) -> list[str]:
     out = [f"{_where(m)}\t{m['kind']}\t{m['id']}\t{m['signature']}" for m in answer["matches"]]
-    if not out:
+    if not answer["total"]:  # not when a limit of 0 left every match out
         out.append(f"no definition matches {answer['query']!r}")
     return out + _omitted(answer)
 
@@ -43,7 +43,7 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
             if "via" in item:
                 line += f"\t(via {item['via']})"
             out.append(line)
-    if not out:
+    if not answer["total"]:
         out.append(f"no {noun} of {answer['symbol']}")
     # a cut list says how many there are, by role; a whole one lists each, marked
     out += [f"{line} {_counts(answer, noun)}" for line in _omitted(answer)]
@@ -53,7 +53,8 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
 def _counts(answer: dict[str, Any], noun: str) -> str:
     """`4 callers · 1 test (1 of them demo code)`: the whole answer, by role."""
     tests, demo = answer.get("in_tests", 0), answer.get("in_demo", 0)
-    line = f"{answer['total'] - tests} {noun}"
+    others = answer["total"] - tests
+    line = f"{others} {noun.removesuffix('s') if others == 1 else noun}"
     line += f" · {tests} test{'s' if tests != 1 else ''}" if tests else ""
     return line + (f" ({demo} of them demo code)" if demo else "")
 
@@ -143,7 +144,7 @@ def _tests(answer: dict[str, Any]) -> list[str]:
     for test in answer["tests"]:
         via = f"  via {test['via']}" if "via" in test else ""
         out.append(f"{_where(test)}\t{test['role']}\t{test['id']}{via}")
-    if not out:
+    if not answer["total"]:
         out.append(f"no tests reach {answer['symbol']}")
     return out + _omitted(answer)
 
