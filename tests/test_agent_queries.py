@@ -352,3 +352,30 @@ def test_the_callers_of_a_constant_are_the_code_that_reads_it(tmp_path: Path) ->
     deeper = q.callers("pkg/config.py:TIMEOUT", depth=2)["levels"]
     assert ids(deeper[0]["items"]) == ["pkg/repo.py:SqlRepo.__init__"]
     assert deeper[1]["items"][0]["relation"] == "call"  # who calls the reader
+
+
+def test_find_symbol_matches_a_module_by_its_import_name(tmp_path: Path) -> None:
+    # rich: `find console` listed rich/console.py after 224 substring matches' first 8
+    q = queries(
+        tmp_path,
+        {
+            "lib/__init__.py": "",
+            "lib/console.py": "class Console:\n    pass\n",
+            "lib/_win32_console.py": "def console_mode():\n    pass\n",
+            "lib/progress.py": "class Progress:\n    def console(self):\n        pass\n",
+        },
+    )
+    found = q.find_symbol("console")["matches"]
+    assert [(m["id"], m["match"]) for m in found[:3]] == [
+        ("lib/console.py", "exact"),
+        ("lib/progress.py:Progress.console", "exact"),
+        ("lib/_win32_console.py", "substring"),
+    ]
+    assert q.find_symbol("lib")["matches"][0] == {
+        "id": "lib/__init__.py",
+        "kind": "module",
+        "path": "lib/__init__.py",
+        "line": 1,
+        "match": "exact",
+        "signature": "module lib/__init__.py",
+    }

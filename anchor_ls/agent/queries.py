@@ -182,6 +182,16 @@ def _header(lines: list[str]) -> str | None:
     return None
 
 
+def _import_name(ent: Entity) -> str | None:
+    """The last name a module is imported by (`console` for rich/console.py, `rich` for
+    rich/__init__.py); None for other definitions."""
+    if ent.kind != "module":
+        return None
+    folder, _, name = ent.path.rpartition("/")
+    stem = name.rpartition(".")[0]
+    return folder.rpartition("/")[2] if stem == "__init__" and folder else stem
+
+
 def _entity_token(ent: Entity) -> str:
     return ent.path.rpartition("/")[2] if ent.kind == "module" else ent.name
 
@@ -358,7 +368,7 @@ class Queries:
                 ent = graph.entities.get(ident)
                 if ent is None or (kind is not None and ent.kind != kind):
                     continue
-                if q in (ident, ent.qualname, ent.name):
+                if q in (ident, ent.qualname, ent.name) or q == _import_name(ent):
                     rank = 0
                 elif ident.endswith(q):
                     rank = 1
