@@ -379,3 +379,14 @@ def test_find_symbol_matches_a_module_by_its_import_name(tmp_path: Path) -> None
         "match": "exact",
         "signature": "module lib/__init__.py",
     }
+
+
+def test_the_tags_of_a_library_definition_are_none(tmp_path: Path) -> None:
+    # tag writes nothing into the libraries; the tool gave a block for ext:functools.wraps
+    q = queries(
+        tmp_path,
+        {"a.py": "import functools\n\n\ndef deco(fn):\n    return functools.wraps(fn)(fn)\n"},
+    )
+    answer = q.tags("ext:functools.wraps")
+    assert answer["text"] == ""
+    assert answer["note"] == "outside the repository: tag writes no block there"

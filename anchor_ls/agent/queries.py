@@ -874,13 +874,17 @@ class Queries:
                     answer["note"] = "test code carries no blocks under this policy"
                 return answer
             ent = self.resolve(target)
-            fields = block_fields(graph, ent.id, resolved) if tags_file(ent.path, resolved) else []
+            external = is_external(ent.id)
+            tagged = not external and tags_file(ent.path, resolved)
+            fields = block_fields(graph, ent.id, resolved) if tagged else []
             text = "\n".join(block_lines(ent, fields)) if fields else ""
             answer = {"symbol": ent.id, "policy": shown, "line": ent.start_line, "text": text}
             if not text:
                 answer["note"] = (
-                    "test code carries no blocks under this policy"
-                    if not tags_file(ent.path, resolved)
+                    "outside the repository: tag writes no block there"
+                    if external
+                    else "test code carries no blocks under this policy"
+                    if not tagged
                     else "no block: nothing to list under this policy"
                 )
             return answer
