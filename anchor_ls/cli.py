@@ -359,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     def query(name: str, help_text: str, func: Callable[[argparse.Namespace], int]) -> Any:
         p = indexed(name, help_text)
         p.add_argument("--json", action="store_true", help="the MCP tool's JSON object")
+        quiet(p)  # the index is built first, with a bar on a terminal
         p.set_defaults(func=func)
         return p
 
