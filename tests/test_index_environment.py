@@ -11,23 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from support.planted import marks_left, plant
+from support.planted import marks_left, plant, plant_interpreter
 
 from anchor_ls.index import Index
 from anchor_ls.index.environment import Environment, EnvironmentProblem, environment_for
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
-
-
-def plant_interpreter(repo: Path, marks: Path) -> None:
-    """A `.venv/bin/python` in the repository that leaves a mark if anything runs it."""
-    marks.mkdir(parents=True, exist_ok=True)
-    for name in ("python", "python3"):
-        script = repo / ".venv" / "bin" / name
-        script.parent.mkdir(parents=True, exist_ok=True)
-        script.write_text(f'#!/bin/sh\ntouch "{marks}/{name}-$$"\nexit 1\n', encoding="utf-8")
-        script.chmod(0o755)
-    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
 
 
 def write_repo(repo: Path) -> None:
@@ -59,7 +48,7 @@ def test_an_interpreter_in_the_repository_never_runs_by_default(
         env={**os.environ, "VIRTUAL_ENV": str(repo / ".venv")},
     )
     assert run.returncode == 0, run.stderr
-    assert sorted(p.name for p in marks.iterdir()) == []
+    assert marks_left(marks) == []
 
 
 def test_the_search_path_holds_nothing_of_the_repository_nor_the_working_folder(

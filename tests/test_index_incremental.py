@@ -127,6 +127,72 @@ def test_reload_file_reads_the_change_from_disk(index: Index) -> None:
     assert index.graph.to_json() == fresh_json(index.root)
 
 
+def test_files_reloaded_from_where_a_build_does_not_look_stay_out(tmp_path: Path) -> None:
+    """A file an editor opens or a watcher names is indexed only where the build's walk
+    would list it: not in a virtual environment, a skipped or an excluded folder."""
+    root = tmp_path / "repo"
+    caller = "from pkg.pricing import price_of\n\ndef outside(s):\n    return price_of(s)\n"
+    files = {
+        ".venv/pyvenv.cfg": "",
+        "env/pyvenv.cfg": "",
+        "pkg/pricing.py": "def price_of(s):\n    return s\n",
+        "pkg/sub/use.py": caller,
+        "node_modules/x/y.py": caller,
+        ".venv/lib/z.py": caller,
+        "env/lib/z.py": caller,
+        "build/lib/pkg/pricing.py": caller,
+        "docs/conf.py": caller,
+        "pkg/notes.txt": caller,
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False, exclude=["build", "docs/*"])
+    index.build()
+    built = index.graph.to_json()
+    assert sorted(index.graph.files()) == ["pkg/pricing.py", "pkg/sub/use.py"]
+    for rel in files:
+        assert index.is_indexable(rel) == (rel in index.graph.files()), rel
+        index.reload_file(rel)
+    assert index.graph.to_json() == built
+
+
+ACCURACY = EXAMPLE.parent / "accuracy"
+
+
+@pytest.mark.parametrize(
+    ("case", "rel", "name"),
+    [
+        # main.py: from no_all import *; no_all.py: from base import * (no package)
+        ("import_star", "base.py", "basefn"),
+        # main.py: from compat import parse; compat.py: from _pure import parse
+        ("try_except_import", "_pure.py", "parse"),
+    ],
+)
+def test_a_definition_reached_through_a_module_that_re_exports_it(
+    tmp_path: Path, case: str, rel: str, name: str
+) -> None:
+    """A module that is no package's __init__.py passes names on too (a star import, a
+    compat module's from-import): a def added behind it, or its file deleted and
+    restored (a stash, a branch switch), reaches the importers of that module: main's call
+    stayed unresolved where a fresh build links it."""
+    root = tmp_path / case
+    shutil.copytree(ACCURACY / case, root)
+    text = (root / rel).read_text(encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    built = index.graph.to_json()
+    assert any(e["dst"] == f"{rel}:{name}" and e["src"] == "main.py:main" for e in built["edges"])
+
+    index.remove_file(rel)
+    assert index.reload_file(rel)
+    assert index.graph.to_json() == built
+
+    index.update_file(rel, text.replace(f"def {name}(", f"def {name}_old("))
+    index.update_file(rel, text)
+    assert index.graph.to_json() == built
+
+
 def test_lines_and_call_sites_move_with_inserted_lines(index: Index) -> None:
     caller, callee = "pkg/service.py:checkout", "pkg/pricing.py:price_of"
     before_line = index.graph.entity(caller).line

@@ -2,8 +2,8 @@
 
 editors/nvim/test/first_contact.lua opens `:help anchor_ls`, a Python file in a folder
 with no root marker, changes the policy with :AnchorPolicy while watching the statusline,
-opens a file directly in the home folder and runs `:checkhealth anchor_ls`; what it saw
-comes back as JSON and the assertions live here.
+opens a file directly in the home folder and one of an installed package, and runs
+`:checkhealth anchor_ls`; what it saw comes back as JSON and the assertions live here.
 """
 
 from __future__ import annotations
@@ -28,13 +28,16 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     write_files(loose, LOOSE)
     home = work / "home"
     write_files(home, {"notes.py": "def note():\n    pass\n"})
+    site = work / "venvs/shop/lib/python3.12/site-packages"
+    write_files(site, {"req/__init__.py": "", "req/api.py": "def get():\n    pass\n"})
     env = {
         "HOME": str(home),
         "ANCHOR_NVIM_LOOSE": str(loose / "shapes.py"),
         "ANCHOR_NVIM_HOMED": str(home / "notes.py"),
+        "ANCHOR_NVIM_LIBRARY": str(site / "req/api.py"),
     }
     result, _ = run_script("first_contact.lua", work, work, env)
-    result["loose"], result["home"] = str(loose), str(home)
+    result["loose"], result["home"], result["site"] = str(loose), str(home), str(site)
     return result
 
 
@@ -78,3 +81,12 @@ def test_checkhealth_warns_about_a_client_without_a_root(run: dict[str, Any]) ->
     assert any("has no root folder" in line for line in warnings), health
     assert any("indexes no folder" in line for line in warnings), health
     assert f"indexes {Path(run['loose'])} (workspace folder): ready" in health, health
+
+
+def test_a_library_file_opened_by_go_to_definition_indexes_no_installation(
+    run: dict[str, Any],
+) -> None:
+    """Its package chain tops at site-packages: the client was started there, and the
+    server indexed every installed package."""
+    assert run["library_root_dir"] is None
+    assert run["library_how"] == f"api.py belongs to the Python installation at {run['site']}"

@@ -178,6 +178,51 @@ def test_project_root_picks_marker_then_package_chain_then_folder(
     assert project_root(tmp_path / "home/y.py").folder is None
     # A buffer's URI that names no folder here indexes nothing.
     assert project_root(tmp_path / "nowhere/x.py").folder is None
+    # Nor does a library file: not site-packages, not the standard library, but a project
+    # holding its virtual environment, or a checkout of CPython, is the project.
+    write_files(
+        tmp_path,
+        {
+            "site/lib/python3.12/site-packages/req/__init__.py": "",
+            "site/lib/python3.12/site-packages/req/api.py": "",
+            "site/lib/python3.12/os.py": "",
+            "site/lib/python3.12/site.py": "",
+            "site/lib/python3.12/json/__init__.py": "",
+            "proj/pyproject.toml": "",
+            "proj/.venv/pyvenv.cfg": "",
+            "proj/.venv/lib/python3.12/site-packages/req/__init__.py": "",
+            "cpython/.git/HEAD": "",
+            "cpython/Lib/os.py": "",
+            "cpython/Lib/site.py": "",
+            "cpython/Lib/json/__init__.py": "",
+        },
+    )
+    for library in ("site-packages/req/api.py", "json/__init__.py", "os.py"):
+        assert project_root(tmp_path / "site/lib/python3.12" / library).folder is None
+    venv_file = tmp_path / "proj/.venv/lib/python3.12/site-packages/req/__init__.py"
+    assert project_root(venv_file).folder == tmp_path / "proj"
+    assert project_root(tmp_path / "cpython/Lib/json/__init__.py").folder == tmp_path / "cpython"
+
+
+async def test_a_library_file_opened_first_indexes_no_installation(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Go to definition into a package of a virtual environment outside the project (or
+    the standard library) opens a file whose package chain tops at site-packages: a client
+    with no folder (Neovim's plugin finds its root the same way) indexed every installed
+    package."""
+    venv = tmp_path / "venvs/shop/lib/python3.12/site-packages"
+    write_files(venv, {**{f"pkg{i}/__init__.py": "" for i in range(3)}, "pkg0/api.py": "x = 1\n"})
+    ed = await start_without_folders(lsp, venv, lsp.profile)  # type: ignore[attr-defined]
+    ed.open("pkg0/api.py")
+
+    async def refused() -> list[str]:
+        return logged(lsp, "belongs to the Python installation at")
+
+    (message,) = await ed.until(refused, "the refusal of site-packages")
+    assert str(venv.resolve()) in message
+    assert (await ed.command("anchor.stats"))["folders"] == []
+    assert await ed.hints("pkg0/api.py") == []
 
 
 # ----- requests before the first build ends --------------------------------

@@ -15,12 +15,16 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from support.lsp import (
+    Editor,
+    copy_example,
+    editor_capabilities,
     example_session,
     hint_on,
     label_text,
     line_of,
     lsp,
     start,
+    uri,
     write_files,
 )
 
@@ -214,3 +218,251 @@ async def test_a_hint_follows_the_lines_of_the_file_it_links_to(
         return link is not None and link.range.start.line == moved
 
     await ed.until(link_moved, "the link into service.py to follow its new lines")
+
+
+async def test_hierarchies_asked_right_after_an_edit_answer_for_the_buffer(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Call and type hierarchy read the request's position in the buffer the user sees:
+    asked before the debounced re-index ran, they found nothing (or the definition that
+    stood on that line before the edit)."""
+    ed = await example_session(lsp, tmp_path)
+    uri = ed.open("pkg/pricing.py")
+    ed.change(uri, "\n\n\n\n" + ed.text("pkg/pricing.py"))
+    text = ed.text("pkg/pricing.py")
+    at = types.Position(line_of(text, "def bulk_discount("), len("def bulk"))
+    items = await lsp.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(types.TextDocumentIdentifier(uri), at)
+    )
+    assert items is not None and [i.detail for i in items] == ["pkg/pricing.py:bulk_discount"]
+    assert items[0].selection_range.start.line == at.line
+
+    models = ed.open("pkg/models.py")
+    ed.change(models, "\n\n" + ed.text("pkg/models.py"))
+    text = ed.text("pkg/models.py")
+    at = types.Position(line_of(text, "class OrderError("), len("class Ord"))
+    found = await lsp.text_document_prepare_type_hierarchy_async(
+        types.TypeHierarchyPrepareParams(types.TextDocumentIdentifier(models), at)
+    )
+    assert found is not None and [i.detail for i in found] == ["pkg/models.py:OrderError"]
+    assert found[0].selection_range.start.line == at.line
+
+    # A related request names an item of a buffer edited since: its sites are the buffer's.
+    ed.change(uri, "\n" + ed.text("pkg/pricing.py"))
+    text = ed.text("pkg/pricing.py")
+    (item,) = items
+    outgoing = await lsp.call_hierarchy_outgoing_calls_async(
+        types.CallHierarchyOutgoingCallsParams(item)
+    )
+    assert outgoing is not None
+    (call,) = [c for c in outgoing if c.to.name == "no_discount"]
+    assert [r.start.line for r in call.from_ranges] == [line_of(text, "return no_discount(")]
+
+
+async def test_files_a_build_leaves_out_stay_out_when_opened_or_created(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Go to definition into the workspace's .venv opens a library file; a venv made in
+    the tree, or a folder the exclude setting names, gets files created: none of them is
+    repository code, and a build lists none, so neither do edits and watched events."""
+    root = copy_example(tmp_path)
+    caller = "from pkg.pricing import price_of\n\n\ndef {}(sku):\n    return price_of(sku)\n"
+    outside = {
+        ".venv/lib/python3.12/site-packages/extlib/api.py": caller.format("in_dot_venv"),
+        "env/lib/shop.py": caller.format("in_a_venv"),
+        "build/lib/pkg/copy.py": caller.format("in_excluded"),
+    }
+    write_files(root, {".venv/pyvenv.cfg": "home = /usr/bin\n", "env/pyvenv.cfg": ""})
+    ed = await start(lsp, root, lsp.profile, options={"exclude": ["build"]})  # type: ignore[attr-defined]
+    stats = await ed.ready()
+    files = stats["folders"][0]["stats"]["files"]
+    alone = await price_of_hint(ed)
+
+    write_files(root, outside)
+    for rel in outside:
+        ed.open(rel)
+    notify_disk(lsp, [(ed.uri(rel), types.FileChangeType.Created) for rel in outside])
+    ed.change(ed.uri("env/lib/shop.py"), ed.text("env/lib/shop.py") + "\n")
+    uri = ed.open("pkg/service.py")  # a change that is indexed, after those above
+    ed.change(uri, ed.text("pkg/service.py") + NEW_CALLER)
+    await ed.until(lambda: shows_caller(ed, "audit_price"), "the caller typed in service.py")
+
+    assert await price_of_hint(ed) == alone.replace("checkout", "checkout, audit_price")
+    assert (await ed.command("anchor.stats"))["folders"][0]["stats"]["files"] == files
+    for rel in outside:
+        assert await ed.hints(rel) == []
+
+
+async def shows_caller(ed: Any, name: str) -> bool:
+    return name in await price_of_hint(ed)
+
+
+async def test_a_folder_moved_in_the_tree_is_indexed_where_it_lands(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """A folder renamed (or copied in, or brought by a `git checkout`) arrives as one event
+    for the folder: its files were indexed nowhere and their callers lost them."""
+    ed = await example_session(lsp, tmp_path)
+    caps = ed.client.capabilities.workspace.did_change_watched_files  # type: ignore[union-attr]
+    if caps is not None and caps.dynamic_registration:
+        (registration,) = [
+            r for r in ed.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+        ]
+        options: Any = registration.register_options
+        kinds = {w["globPattern"]: w.get("kind", 7) for w in options["watchers"]}
+        assert kinds["**/*"] & types.WatchKind.Create and kinds["**/*"] & types.WatchKind.Delete
+    files = (await ed.command("anchor.stats"))["folders"][0]["stats"]["files"]
+    lib = "\n\ndef audit(sku):\n    return price_of(sku)\n"
+    write_files(
+        ed.root,
+        {"lib/__init__.py": "", "lib/audit.py": "from pkg.pricing import price_of\n" + lib},
+    )
+    notify_disk(lsp, [(ed.uri("lib"), types.FileChangeType.Created)])
+    await ed.until(lambda: shows_caller(ed, "audit"), "the caller in a folder created")
+
+    opened = ed.open("lib/audit.py")  # an open buffer is what the user sees: kept
+    ed.change(opened, ed.text("lib/audit.py").replace("def audit(", "def audit_open("))
+    await ed.until(lambda: shows_caller(ed, "audit_open"), "the caller typed in the buffer")
+    shutil.copytree(ed.path("lib"), ed.path("tools"))
+    (ed.path("tools") / "audit.py").write_text(
+        "from pkg.pricing import price_of\n"
+        + lib.replace("audit", "tool_audit")
+        + '\n\ndef run():\n    return tool_audit("apple")\n',
+        encoding="utf-8",
+    )
+    notify_disk(lsp, [(ed.uri("tools"), types.FileChangeType.Created)])
+    await ed.until(lambda: shows_caller(ed, "tool_audit"), "the caller in a folder copied in")
+    assert "audit_open" in await price_of_hint(ed)
+
+    ed.close("lib/audit.py")
+    shutil.move(ed.path("tools"), ed.path("pkg/tools"))
+    notify_disk(
+        lsp,
+        [
+            (ed.uri("tools"), types.FileChangeType.Deleted),
+            (ed.uri("pkg/tools"), types.FileChangeType.Created),
+        ],
+    )
+    await ed.until(lambda: ed.hints("pkg/tools/audit.py"), "hints where the folder was moved")
+    hint = await ed.linked_hint(
+        "pkg/pricing.py", line_of(ed.text("pkg/pricing.py"), "def price_of(")
+    )
+    assert hint is not None and not isinstance(hint.label, str)
+    where = [p.location.uri for p in hint.label if p.value == "tool_audit" and p.location]
+    assert where == [ed.uri("pkg/tools/audit.py")]
+    stats = await ed.command("anchor.stats")
+    assert stats["folders"][0]["stats"]["files"] == files + 4
+
+
+async def test_a_file_of_nested_workspace_folders_changes_in_both_indexes(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """A workspace of a repository and one of its projects: both index lib/core.py, and
+    an edit of it (typed, thrown away, or made on disk) changed the inner index alone, so
+    the outer one's hints kept the callers of before."""
+    root = tmp_path / "mono"
+    write_files(
+        root,
+        {
+            "pyproject.toml": "",
+            "app.py": "def total():\n    return 1\n",
+            "lib/pyproject.toml": "",
+            "lib/core.py": "import app\n\n\ndef one():\n    return app.total()\n",
+        },
+    )
+    ed = Editor(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=editor_capabilities(lsp.profile),  # type: ignore[attr-defined]
+            root_uri=uri(root),
+            workspace_folders=[
+                types.WorkspaceFolder(uri(root), "mono"),
+                types.WorkspaceFolder(uri(root / "lib"), "lib"),
+            ],
+        )
+    )
+    assert len((await ed.ready())["folders"]) == 2
+    ed.open("app.py")
+
+    async def callers_of_total() -> str:
+        hint = hint_on(await ed.hints("app.py"), 0)
+        return label_text(hint) if hint is not None else ""
+
+    assert await callers_of_total() == "← one"
+    two = "\n\ndef two():\n    return app.total()\n"
+    core = ed.open("lib/core.py")
+    ed.change(core, ed.text("lib/core.py") + two)
+    await ed.until(lambda: _is(callers_of_total, "← one, two"), "the caller typed in lib")
+    ed.close("lib/core.py")
+    await ed.until(lambda: _is(callers_of_total, "← one"), "the buffer thrown away")
+    ed.path("lib/core.py").write_text(
+        ed.path("lib/core.py").read_text() + two.replace("two", "three")
+    )
+    notify_disk(lsp, [(ed.uri("lib/core.py"), types.FileChangeType.Changed)])
+    await ed.until(lambda: _is(callers_of_total, "← one, three"), "the caller saved on disk")
+
+
+async def _is(probe: Any, expected: str) -> bool:
+    return await probe() == expected
+
+
+async def test_a_client_that_cannot_watch_files_still_sees_the_disk_change(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Neovim on Linux registers no file watchers: the server watches the tree itself, so
+    a file written, changed or deleted by another program (git, a formatter, an agent), and
+    a folder moved in or removed, reach the hints with no event from the client."""
+
+    def no_watchers(caps: types.ClientCapabilities) -> None:
+        assert caps.workspace is not None
+        caps.workspace.did_change_watched_files = None
+
+    ed = await start(lsp, copy_example(tmp_path), lsp.profile, drop=no_watchers)  # type: ignore[attr-defined]
+    await ed.ready()
+    assert not [r for r in ed.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+
+    async def shows(name: str) -> bool:
+        return name in await price_of_hint(ed)
+
+    async def lacks(name: str) -> bool:
+        return name not in await price_of_hint(ed)
+
+    extra = ed.path("pkg/extra.py")
+    extra.write_text("from .pricing import price_of\n" + NEW_CALLER, encoding="utf-8")
+    await ed.until(lambda: shows("audit_price"), "a caller in a file written on disk")
+    extra.write_text(
+        "from .pricing import price_of\n" + NEW_CALLER.replace("audit_price", "recheck"),
+        encoding="utf-8",
+    )
+    await ed.until(lambda: shows("recheck"), "the caller renamed in the file on disk")
+    assert await lacks("audit_price")
+    extra.unlink()
+    await ed.until(lambda: lacks("recheck"), "the caller to go with its deleted file")
+
+    # A folder moved in is one event for the folder; its files are indexed where it lands.
+    outside = tmp_path / "moved"
+    outside.mkdir()
+    (outside / "__init__.py").write_text("", encoding="utf-8")
+    (outside / "audit.py").write_text(
+        "from pkg.pricing import price_of\n\n\ndef yearly(sku):\n    return price_of(sku)\n",
+        encoding="utf-8",
+    )
+    outside.rename(ed.path("reports"))
+    await ed.until(lambda: shows("yearly"), "a caller in a folder moved into the tree")
+    (ed.path("reports") / "audit.py").write_text(
+        "from pkg.pricing import price_of\n\n\ndef monthly(sku):\n    return price_of(sku)\n",
+        encoding="utf-8",
+    )
+    await ed.until(lambda: shows("monthly"), "a file changed in the folder moved in")
+    shutil.rmtree(ed.path("reports"))
+    await ed.until(lambda: lacks("monthly"), "the caller to go with its deleted folder")
+
+    # An open buffer stays what the user sees, whatever the disk says.
+    service = ed.open("pkg/service.py")
+    ed.change(service, ed.text("pkg/service.py") + NEW_CALLER)
+    await ed.until(lambda: shows("audit_price"), "the unsaved caller")
+    ed.path("pkg/service.py").write_text("", encoding="utf-8")
+    later = NEW_CALLER.replace("audit_price", "touched")
+    ed.path("pkg/touch.py").write_text("from .pricing import price_of\n" + later, "utf-8")
+    await ed.until(lambda: shows("touched"), "a file written after the open one's disk change")
+    assert await shows("audit_price"), "the disk overrode the open buffer"

@@ -115,6 +115,24 @@ def python_files(
         stack.extend(reversed(subdirs))
 
 
+def is_listed(root: Path, relpath: str, exclude: Sequence[str] = ()) -> bool:
+    """Whether python_files(root, exclude) would list relpath, judged from its path: a
+    file an editor opens or a watcher names (go to definition into a virtual
+    environment, a venv created in the tree) is indexed only where a build would find it.
+    """
+    if not relpath.endswith(".py") or is_excluded(relpath, exclude):
+        return False
+    parts = relpath.split("/")
+    folder = str(root)
+    for depth, name in enumerate(parts[:-1], start=1):
+        if name in SKIP_DIRS or is_excluded("/".join(parts[:depth]), exclude):
+            return False
+        folder = os.path.join(folder, name)
+        if os.path.lexists(os.path.join(folder, "pyvenv.cfg")):
+            return False
+    return True
+
+
 _BAD_NAME = "name is not valid UTF-8 (ids, the cache and editors need text); skipped"
 
 

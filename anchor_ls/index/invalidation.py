@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass
 
 from anchor_ls.index import facts as factlib
 from anchor_ls.index.bind.flow import moved_contribution
@@ -30,6 +31,33 @@ from anchor_ls.syntax.reparse import Reparser
 from anchor_ls.syntax.summary import Body, FileSummary
 
 
+@dataclass(frozen=True, slots=True)
+class Imports:
+    """What one file imports, as the walk through re-exports reads it."""
+
+    stars: tuple[str, ...]  # modules star-imported (Python allows them at module level)
+    values: tuple[tuple, ...]  # import binding values of every scope
+    top_stars: tuple[str, ...]
+    top_from: tuple[tuple[str, tuple], ...]  # (bound name, value) of module-level from-imports
+
+    @classmethod
+    def of(cls, summary: FileSummary) -> Imports:
+        values = tuple(
+            b.value
+            for scope in summary.scopes
+            for b in scope.bindings
+            if b.value[0] in ("im", "ima", "if")
+        )
+        top = summary.scopes[0] if summary.scopes else None
+        stars = tuple(star.module for scope in summary.scopes for star in scope.star_imports)
+        return cls(
+            stars,
+            values,
+            tuple(star.module for star in top.star_imports) if top else (),
+            tuple((b.name, b.value) for b in top.bindings if b.value[0] == "if") if top else (),
+        )
+
+
 class Invalidation:
     """The edit path of Index: _replace and _remove, and what they ask."""
 
@@ -45,6 +73,7 @@ class Invalidation:
     _fact_holders: dict[str, set[str]] | None
     _ids: dict[str, list[str]]
     _interface_memo: dict[str, list[tuple[FileSummary, set[tuple[str, str]]]]]
+    _import_memo: dict[str, tuple[FileSummary, Imports]]
 
     def ensure_engine(self) -> None:
         raise NotImplementedError  # Index's
@@ -77,6 +106,7 @@ class Invalidation:
             self._fact_holders.pop(relpath, None)
         self._ids.pop(relpath, None)
         self._interface_memo.pop(relpath, None)
+        self._import_memo.pop(relpath, None)
         self._graph.drop_file(relpath)
         redo = (dependents | {fn[0] for fn in grown}) - {relpath}
         return {relpath} | before | self._reresolve(redo)
@@ -102,14 +132,13 @@ class Invalidation:
         dependents = self._dependents(rel, interface_changed) if old is not None else set()
         if old is None:
             dependents = self._all_importers_of_new(rel)
-            # A package that now re-exports from rel changes what its importers resolve to.
-            todo = [d for d in dependents if d.endswith("__init__.py")]
-            while todo:
-                for importer in self._graph.into("imports", todo.pop()):
-                    if importer not in dependents and importer != rel:
-                        dependents.add(importer)
-                        if importer.endswith("__init__.py"):
-                            todo.append(importer)
+            # A module that now passes on names of rel (a package, a star import, a
+            # from-import) changes what its importers resolve to.
+            for module in sorted(dependents):
+                passed = self._passes_on(module, rel, None)
+                if passed is None or passed:
+                    self._through_reexports(module, passed, dependents)
+            dependents.discard(rel)
         numbers: dict[int, int] = {}
         gone: set[int] = set()
         if old is not None and interface_changed:
@@ -402,23 +431,84 @@ class Invalidation:
         if not interface_changed:  # same names, bases, signatures and returns: nothing moves
             return set()
         out = self._linking_into(rel, (CALLS, INHERITS))
-        todo = [rel]
-        while todo:
-            module = todo.pop()
-            for importer in self._graph.into(IMPORTS, module):
-                if importer not in out:
-                    out.add(importer)
-                    if importer.endswith("__init__.py"):
-                        todo.append(importer)
+        self._through_reexports(rel, None, out)
         out.discard(rel)
         return out
+
+    def _through_reexports(self, module: str, names: frozenset[str] | None, out: set[str]) -> None:
+        """Add to out the importers of module, and those of every module that passes on
+        names of it (None: all of them): a package's __init__.py, a star import, or a
+        `from module import name` that its own importers take in turn (compat.py's
+        `from _pure import parse`, chains of star imports)."""
+        todo = [(module, names)]
+        followed: dict[str, frozenset[str] | None] = {}
+        while todo:
+            module, names = todo.pop()
+            for importer in self._graph.into(IMPORTS, module):
+                if names is not None and not self._takes(importer, module, names):
+                    continue  # it takes other names of the module that passes these on
+                out.add(importer)
+                passed = self._passes_on(importer, module, names)
+                if passed is not None and not passed:
+                    continue
+                if importer in followed:
+                    was = followed[importer]
+                    if was is None or (passed is not None and passed <= was):
+                        continue
+                    passed = None if passed is None else passed | was
+                followed[importer] = passed
+                todo.append((importer, passed))
+
+    def _takes(self, importer: str, module: str, names: frozenset[str]) -> bool:
+        """Whether importer imports one of names from module, the module itself, or `*`."""
+        imports = self._imports_of(importer)
+        if imports is None:
+            return True
+        stem = _stem(module)
+        return any(stem in star for star in imports.stars) or any(
+            binds_module(value, stem)
+            and (value[0] != "if" or value[3] in names or value[3] == stem)
+            for value in imports.values
+        )
+
+    def _passes_on(
+        self, importer: str, module: str, names: frozenset[str] | None
+    ) -> frozenset[str] | None:
+        """The names of module (those in names; None: all) that importer's module scope
+        binds for its own importers to take: None for all of them (a package's
+        __init__.py, a star import), else those of its `from module import name`."""
+        imports = self._imports_of(importer)
+        if imports is None:
+            return frozenset()
+        if importer.endswith("__init__.py"):
+            return names
+        stem = _stem(module)
+        if any(stem in star for star in imports.top_stars):
+            return names
+        return frozenset(
+            name
+            for name, value in imports.top_from
+            if binds_module(value, stem) and (names is None or value[3] in names)
+        )
+
+    def _imports_of(self, rel: str) -> Imports | None:
+        """The imports of rel's summary (kept with the summary they were read from)."""
+        summary = self.binder.summaries.get(rel)
+        if summary is None:
+            return None
+        kept = self._import_memo.get(rel)
+        if kept is not None and kept[0] is summary:
+            return kept[1]
+        imports = Imports.of(summary)
+        self._import_memo[rel] = (summary, imports)
+        return imports
 
     def _all_importers_of_new(self, rel: str) -> set[str]:
         """A new file: whoever mentions its module name may now resolve into it.
 
         A new __init__.py is also what `from . import x` means inside its package.
         """
-        stem = rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]
+        stem = _stem(rel)
         is_package = rel.rpartition("/")[2] == "__init__.py"
         package = rel.removesuffix("__init__.py") if is_package else None
         if states_a_root(rel):  # a new source root: any absolute import may move
@@ -435,3 +525,8 @@ class Invalidation:
                     out.add(path)
                     break
         return out
+
+
+def _stem(rel: str) -> str:
+    """The last part of the module name of rel (`pkg/sub/__init__.py`: `sub`)."""
+    return rel[:-3].removesuffix("/__init__").replace("/", ".").rsplit(".", 1)[-1]

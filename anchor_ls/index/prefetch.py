@@ -1,4 +1,4 @@
-"""Library outlines read ahead, by a process of their own, while the repository resolves.
+"""Library outlines read ahead, by a process of its own, while the repository resolves.
 
 The first index on a machine reads every library file it reaches, and resolution reaches
 them only while the graph is put together, in this process, one at a time (0.8 s of DRF's

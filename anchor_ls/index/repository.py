@@ -23,11 +23,11 @@ from anchor_ls.index.files import (
     Problem,
     Skipped,
     exclude_patterns,
-    is_excluded,
+    is_listed,
     python_files,
     read_file,
 )
-from anchor_ls.index.invalidation import Invalidation
+from anchor_ls.index.invalidation import Imports, Invalidation
 from anchor_ls.index.model import (
     CALLS,
     EXTERNAL,
@@ -126,6 +126,7 @@ class Index(Invalidation):
         self._facts: dict[str, FileFacts] = {}
         self._fact_holders: dict[str, set[str]] | None = None  # see Invalidation._facts_naming
         self._interface_memo: dict[str, list[tuple[FileSummary, set[tuple[str, str]]]]] = {}
+        self._import_memo: dict[str, tuple[FileSummary, Imports]] = {}
         self._ids: dict[str, list[str]] = {}
         # After a warm start, until the resolution state (facts, argument values) is read
         # from the cache: (paths, the fingerprint it is stored under, site counts, hashes).
@@ -187,7 +188,8 @@ class Index(Invalidation):
         return None if text in ("", ".") else text
 
     def is_indexable(self, relpath: str) -> bool:
-        return relpath.endswith(".py") and not is_excluded(relpath, self.exclude)
+        """Whether a build lists relpath (left out: excluded, in a virtual environment)."""
+        return is_listed(self.root, relpath, self.exclude)
 
     def source(self, relpath: str) -> bytes | None:
         """The bytes last indexed for relpath (an editor buffer or the disk)."""

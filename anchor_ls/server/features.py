@@ -151,6 +151,7 @@ def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
         await _indexed(
             ls, params.text_document.uri, "type hierarchy" if types_only else "call hierarchy"
         )
+        await _settled(ls, params.text_document.uri)  # the position is in the buffer's text
         return await ls.read(_prepare, ls, params.text_document.uri, params.position, types_only)
 
     return prepare
@@ -159,6 +160,7 @@ def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
 def _related_handler(which: str) -> Callable[..., Awaitable[list]]:
     async def related(ls: AnchorServer, params: Any) -> list:
         await _indexed(ls, params.item.uri, f"{which} of {params.item.name}")
+        await _settled(ls, params.item.uri)
         return await ls.read(_related, ls, params.item, which)
 
     return related

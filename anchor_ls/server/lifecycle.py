@@ -12,6 +12,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path, uri_scheme
 
+from anchor_ls.server import disk
 from anchor_ls.server import settings as config
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.roots import project_root
@@ -23,8 +24,11 @@ CONFIG_TIMEOUT = 5.0
 WATCHERS = [
     types.FileSystemWatcher(glob_pattern="**/*.py"),
     types.FileSystemWatcher(glob_pattern="**/*.pyi"),
-    # A deleted folder arrives as one event for the folder, not one per file.
-    types.FileSystemWatcher(glob_pattern="**/*", kind=types.WatchKind.Delete),
+    # A folder deleted, or moved or copied in, arrives as one event for the folder, not
+    # one per file.
+    types.FileSystemWatcher(
+        glob_pattern="**/*", kind=types.WatchKind.Create | types.WatchKind.Delete
+    ),
 ]
 OPENED = "opened file"  # a folder found from the first opened file (see roots.py)
 
@@ -159,6 +163,7 @@ def register(ls: AnchorServer) -> None:
         for problem in ls.startup_problems:
             ls.tell_user(f"anchor-ls settings: {problem}")
         _register_dynamic(ls)
+        ls.disk_watch = await disk.start(ls)
         pulled = await _pull_settings(ls, ls.settings)
         if pulled is not None:
             ls.settings = pulled
@@ -203,6 +208,7 @@ def register(ls: AnchorServer) -> None:
 
     @ls.feature(types.SHUTDOWN)
     def shutdown(ls: AnchorServer, params: None) -> None:
+        disk.stop(ls.disk_watch)
         ls.shutdown_workers()
 
     @ls.feature(types.EXIT)

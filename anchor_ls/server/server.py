@@ -73,6 +73,7 @@ class AnchorServer(LanguageServer):
         self.warmer = HintWarmer(self)
         self._background: set[asyncio.Future[Any]] = set()
         self._preparing: asyncio.Future[None] | None = None
+        self.disk_watch: asyncio.Task[None] | None = None  # the server's own (server/disk.py)
         self._prepare_again = False
 
     # ----- transports ---------------------------------------------------
@@ -200,21 +201,22 @@ class AnchorServer(LanguageServer):
 
     # ----- documents and folders ---------------------------------------
     def locate(self, uri: str) -> tuple[Folder, str] | None:
-        """The folder and relpath of a Python file URI, or None when it is not ours."""
+        """The folder and relpath of a Python file URI, or None when it is not ours: of
+        nested folders, the innermost answers for it."""
+        found = self.locate_all(uri)
+        return found[0] if found else None
+
+    def locate_all(self, uri: str) -> list[tuple[Folder, str]]:
+        """Every folder whose index holds a Python file URI, innermost first: nested
+        workspace folders each index it, and a change to it is a change in each."""
         if not isinstance(uri, str) or uri_scheme(uri) != "file":
-            return None
+            return []
         fs_path = to_fs_path(uri)
         if not fs_path or not fs_path.endswith(PYTHON_SUFFIXES):
-            return None
+            return []
         path = Path(fs_path)
-        best: tuple[Folder, str] | None = None
-        for folder in self.folders:
-            rel = folder.relpath(path)
-            if rel is not None and (
-                best is None or len(folder.root.parts) > len(best[0].root.parts)
-            ):
-                best = (folder, rel)
-        return best
+        found = [(f, rel) for f in self.folders if (rel := f.relpath(path)) is not None]
+        return sorted(found, key=lambda where: -len(where[0].root.parts))
 
     def folder_of_uri(self, uri: str) -> Folder | None:
         fs_path = to_fs_path(uri) if uri_scheme(uri) == "file" else None
@@ -299,18 +301,20 @@ class AnchorServer(LanguageServer):
         if timer is not None:
             timer.cancel()
         text = self._pending_text.pop(uri, None)
-        where = self.locate(uri)
+        located = self.locate_all(uri)
         try:
-            if text is None or where is None:
+            if text is None or not located:
                 return
-            folder, relpath = where
-            if uri not in self._in_flight and _indexed_as(folder, relpath, text):
+            folder, relpath = located[0]
+            if uri not in self._in_flight and all(_indexed_as(f, r, text) for f, r in located):
                 self.tell_problem(uri, folder, relpath)
                 return  # e.g. a document opened as it is on disk: nothing to queue or wait for
             started = self.loop.time()
             self._in_flight[uri] = self._in_flight.get(uri, 0) + 1
+            changed: set[str] = set()
             try:
-                changed = await self.mutate(_apply_buffer, folder, relpath, text)
+                for each, rel in located:
+                    changed |= await self.mutate(_apply_buffer, each, rel, text)
             finally:
                 if self._in_flight[uri] == 1:
                     del self._in_flight[uri]
@@ -429,8 +433,7 @@ class AnchorServer(LanguageServer):
     async def reapply_buffers(self, folder: Folder) -> None:
         """After a build from disk, put the unsaved buffers of open documents back."""
         for uri in list(self.workspace.text_documents):
-            where = self.locate(uri)
-            if where is not None and where[0] is folder:
+            if any(each is folder for each, _ in self.locate_all(uri)):
                 self.schedule_update(uri, delay=0)
 
     def shutdown_workers(self) -> None:

@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lsprotocol import types
-from pygls.uris import to_fs_path, uri_scheme
 
-from anchor_ls.server.folders import Folder
+from anchor_ls.server.disk import apply_events, disk_change
 from anchor_ls.server.lifecycle import adopt_project
 from anchor_ls.server.server import AnchorServer
-
-
-def _disk_change(folder: Folder, relpath: str, deleted: bool) -> set[str]:
-    """Indexer thread: pick up one file as it now is on disk."""
-    if deleted:
-        return folder.remove(relpath)
-    return folder.reload(relpath)
-
-
-def _folder_removed(folder: Folder, prefix: str) -> set[str]:
-    """Indexer thread: drop every indexed file under a deleted directory."""
-    graph = folder.graph
-    if graph is None:
-        return set()
-    gone = [p for p in graph.files() if p.startswith(prefix + "/")]
-    changed: set[str] = set()
-    for relpath in gone:
-        changed |= folder.remove(relpath)
-    return changed
 
 
 def register(ls: AnchorServer) -> None:
@@ -52,26 +30,13 @@ def register(ls: AnchorServer) -> None:
         # The buffer may have been thrown away unsaved: the disk is the truth again.
         uri = params.text_document.uri
         ls.cancel_update(uri)
-        where = ls.locate(uri)
-        if where is not None:
-            ls.changed(await ls.mutate(_disk_change, where[0], where[1], False))
+        changed: set[str] = set()
+        for folder, relpath in ls.locate_all(uri):
+            changed |= await ls.mutate(disk_change, folder, relpath, False)
+        ls.changed(changed)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched_files(
         ls: AnchorServer, params: types.DidChangeWatchedFilesParams
     ) -> None:
-        changed: set[str] = set()
-        for event in params.changes:
-            deleted = event.type == types.FileChangeType.Deleted
-            if event.uri in ls.workspace.text_documents:
-                continue  # the open buffer, not the disk, is what the user sees
-            where = ls.locate(event.uri)
-            if where is not None:
-                changed |= await ls.mutate(_disk_change, where[0], where[1], deleted)
-            elif deleted and uri_scheme(event.uri) == "file":
-                path = Path(to_fs_path(event.uri) or "/")
-                for folder in ls.folders:
-                    prefix = folder.relpath(path)
-                    if prefix:
-                        changed |= await ls.mutate(_folder_removed, folder, prefix)
-        ls.changed(changed)
+        await apply_events(ls, [(event.uri, event.type) for event in params.changes])

@@ -291,7 +291,8 @@ class Walker(ExpressionWalker):
                     else:
                         scope.bases.append(self.expr(arg))
         else:
-            scope.is_async = any(c.type == "async" for c in node.children)
+            first = node.child(0)  # `async` comes first (no list of every child)
+            scope.is_async = first is not None and first.type == "async"
             parameters = node.child_by_field_name("parameters")
             if not lean or self.may_bind(parameters):
                 scope.params = self.params(parameters)

@@ -1,11 +1,12 @@
 -- Headless Neovim test of a new user's first steps (driven by tests/test_nvim_first_contact.py):
 -- :help anchor_ls, a Python file in a folder with no root marker (hints all the same), the
--- statusline after :AnchorPolicy, and :checkhealth anchor_ls with a file in the home folder
--- (a client with no root). Writes what it saw to a JSON file.
+-- statusline after :AnchorPolicy, a file in the home folder and one of an installed package
+-- (clients with no root) and :checkhealth anchor_ls. Writes what it saw to a JSON file.
 --
 -- Env (and those of harness.lua):
 --      ANCHOR_NVIM_LOOSE   a Python file in a folder without markers, with a `def area(`
 --      ANCHOR_NVIM_HOMED   a Python file directly in $HOME
+--      ANCHOR_NVIM_LIBRARY a Python file of a package in a site-packages outside any project
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
 local env = vim.env
 local result, log, wait_for = H.result, H.log, H.wait_for
@@ -81,6 +82,18 @@ local function run()
   end)
   result.homed_root_dir = hclient.root_dir or vim.NIL
   result.homed_same_client = hclient.id == client.id
+
+  -- A file of an installed package, as go to definition opens it: its site-packages is no
+  -- project to index (the client has no root, as for the file in $HOME).
+  local library = assert(env.ANCHOR_NVIM_LIBRARY, 'ANCHOR_NVIM_LIBRARY')
+  local _, library_how = require('anchor_ls.root').find(library)
+  result.library_how = library_how
+  vim.cmd.edit(vim.fn.fnameescape(library))
+  local lbuf = vim.api.nvim_get_current_buf()
+  local lclient = wait_for('a client for the library file', function()
+    return vim.lsp.get_clients({ name = 'anchor_ls', bufnr = lbuf })[1]
+  end)
+  result.library_root_dir = lclient.root_dir or vim.NIL
   vim.cmd('checkhealth anchor_ls')
   result.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end

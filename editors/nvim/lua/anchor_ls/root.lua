@@ -2,7 +2,9 @@
 -- that names none (anchor_ls/server/roots.py): the nearest folder above the file with a root
 -- marker; else the top of its package chain (the parent of the highest folder that still holds
 -- an `__init__.py`); else the file's own folder. The filesystem root and the home folder are
--- never a root: they hold every project at once. A loose folder then works like a project.
+-- never a root: they hold every project at once; nor is a folder of a Python installation
+-- (site-packages, the standard library) that go to definition into a library would give.
+-- A loose folder then works like a project.
 local M = {}
 
 M.markers = { 'pyproject.toml', 'setup.py', 'setup.cfg', 'requirements.txt', 'Pipfile', '.git' }
@@ -19,12 +21,39 @@ local function too_wide(dir)
   return vim.fs.dirname(dir) == dir or (home ~= nil and dir == real(home))
 end
 
+--- The outermost folder of a Python installation holding dir: site-packages (or
+--- dist-packages), the standard library (os.py beside site.py); nil when it is in none.
+local function installation(dir)
+  local found
+  for here in vim.fs.parents(vim.fs.joinpath(dir, 'x')) do
+    local name = vim.fs.basename(here)
+    if
+      name == 'site-packages'
+      or name == 'dist-packages'
+      or (vim.uv.fs_stat(vim.fs.joinpath(here, 'os.py')) and vim.uv.fs_stat(vim.fs.joinpath(here, 'site.py')))
+    then
+      found = here
+    end
+  end
+  return found
+end
+
 --- The root for a file, and how it was found; nil and why when none is safe to index.
 ---@param file string an absolute path
 ---@param markers string[]?
 ---@return string? root
 ---@return string how
 function M.find(file, markers)
+  local root, how = M._find(file, markers)
+  local installed = root and installation(real(vim.fs.dirname(file)))
+  if installed and (root == installed or vim.startswith(root, installed .. '/')) then
+    -- Go to definition into a library: the rest of its installation is no project.
+    return nil, vim.fs.basename(file) .. ' belongs to the Python installation at ' .. installed
+  end
+  return root, how
+end
+
+function M._find(file, markers)
   local name = vim.fs.basename(file)
   local here = real(vim.fs.dirname(file))
   local root, how = vim.fs.root(file, markers or M.markers), nil
