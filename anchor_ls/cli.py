@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from anchor_ls import __version__
-from anchor_ls.agent.queries import Queries, QueryError
+from anchor_ls.agent.queries import Queries, QueryError, without_line
 from anchor_ls.console import progress
 from anchor_ls.index import DENSE_KINDS, STRUCTURAL_KINDS, EnvironmentProblem, Index
 from anchor_ls.index.cache import user_cache_folder
-from anchor_ls.index.files import python_files
+from anchor_ls.index.files import exclude_patterns, python_files
 from anchor_ls.index.model import EXTERNAL, OVERRIDES
 from anchor_ls.tags.policy import PolicyError
 
@@ -34,8 +35,23 @@ def _folder(path: str) -> Path:
     return root
 
 
+def _at_least(low: int, meaning: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number >= low, refused (exit 2) before anything is indexed."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low}{meaning} or more, not {value}")
+        return value
+
+    return number
+
+
 def _has_python(root: Path, exclude: Sequence[str]) -> bool:
-    return any(isinstance(item, str) for item in python_files(root, exclude))
+    return any(isinstance(item, str) for item in python_files(root, exclude_patterns(exclude)))
 
 
 def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) -> Index:
@@ -164,8 +180,20 @@ def cmd_hierarchy(args: argparse.Namespace) -> int:
     return _answer(args, "hierarchy", lambda q: q.hierarchy(args.target))
 
 
+def _file_arg(file: str, path: str) -> str:
+    """FILE relative to PATH; one that names no file there but names one from the working
+    folder (as a shell completes it, `repo/pkg/m.py`) is taken from there (absolute, so
+    the queries still refuse it outside the repository)."""
+    bare = without_line(file)
+    if os.path.isabs(bare) or os.path.exists(os.path.join(path, bare)):
+        return file
+    if not os.path.isfile(bare):
+        return file
+    return os.path.abspath(bare) + file[len(bare) :]
+
+
 def cmd_outline(args: argparse.Namespace) -> int:
-    return _answer(args, "outline", lambda q: q.outline(args.file))
+    return _answer(args, "outline", lambda q: q.outline(_file_arg(args.file, args.path)))
 
 
 def cmd_related_tests(args: argparse.Namespace) -> int:
@@ -192,20 +220,38 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from anchor_ls.server.app import run
 
-    tcp = None
-    if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        tcp = (host or "127.0.0.1", int(port))
-    run(tcp)
+    try:
+        run(args.tcp)
+    except OSError as err:  # stdio cannot fail so; a TCP address can be taken or not ours
+        if args.tcp is None:
+            raise
+        host, port = args.tcp
+        _refuse(f"cannot listen on {host}:{port}: {err.strerror or err}")
     return 0
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    """An argparse type: HOST:PORT (HOST defaults to 127.0.0.1), checked before serving."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT with a port from 0 to 65535: {text!r}")
+    return host or "127.0.0.1", int(port)
 
 
 def cmd_tag(args: argparse.Namespace) -> int:
     from anchor_ls.tags import commands
+    from anchor_ls.tags.apply import TagError, refuse_bad_output
 
     cache = args.cache
-    if args.out and not cache:  # a snapshot leaves its source as it was: no .anchor-ls in it
-        cache = str(user_cache_folder(_folder(args.path).resolve()))
+    if args.out:
+        root = _folder(args.path)
+        try:  # before the build, which can take a minute
+            refuse_bad_output(root, Path(os.path.abspath(args.out)), args.force)
+        except TagError as err:
+            print(f"anchor-ls: {err}", file=sys.stderr)
+            return 2
+        if not cache:  # a snapshot leaves its source as it was: no .anchor-ls in it
+            cache = str(user_cache_folder(root.resolve()))
     index = _index_for(args, args.path, cache)
     _print_problems(index)
     return commands.tag(args, index)
@@ -272,7 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def max_items(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument(
-            "--max-items", type=int, default=8, metavar="N", help=f"{what} (default 8; 0: all)"
+            "--max-items",
+            type=_at_least(0, " (no cap)"),
+            default=8,
+            metavar="N",
+            help=f"{what} (default 8; 0: all)",
         )
 
     def quiet(p: argparse.ArgumentParser) -> None:
@@ -284,7 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     p = sub.add_parser("serve", help="run the language server (stdio by default)")
-    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
+    p.add_argument(
+        "--tcp",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="listen on a TCP port instead of stdio",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = indexed("index", "build or refresh the index; print statistics")
@@ -304,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     def query(name: str, help_text: str, func: Callable[[argparse.Namespace], int]) -> Any:
         p = indexed(name, help_text)
         p.add_argument("--json", action="store_true", help="the MCP tool's JSON object")
+        quiet(p)  # the index is built first, with a bar on a terminal
         p.set_defaults(func=func)
         return p
 
@@ -312,8 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = query(name, f"list the {name} of TARGET (an id or an id's suffix)", func)
         p.add_argument("target", help=target_help)
         p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
-        p.add_argument("--depth", type=int, default=1, help="levels to follow (default 1)")
-        p.add_argument("--limit", type=int, default=50, help="entries shown (default 50)")
+        p.add_argument("--depth", type=_at_least(1), default=1, help="levels to follow (default 1)")
+        p.add_argument("--limit", type=_at_least(0), default=50, help="entries shown (default 50)")
         if name == "callers":
             p.add_argument(
                 "--maybe",
@@ -329,20 +385,24 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["module", "class", "function", "method", "constant"],
         help="only definitions of this kind",
     )
-    p.add_argument("--limit", type=int, default=20, help="matches shown (default 20)")
+    p.add_argument("--limit", type=_at_least(0), default=20, help="matches shown (default 20)")
 
     p = query("impact", "what can break if TARGET changes, and the tests that reach it", cmd_impact)
     p.add_argument("target", help=target_help)
     p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
-    p.add_argument("--depth", type=int, default=3, help="levels to follow (default 3)")
-    p.add_argument("--limit", type=int, default=100, help="entries shown (default 100)")
+    p.add_argument("--depth", type=_at_least(1), default=3, help="levels to follow (default 3)")
+    p.add_argument("--limit", type=_at_least(0), default=100, help="entries shown (default 100)")
 
     p = query("hierarchy", "a class's bases and subclasses; a method's overrides", cmd_hierarchy)
     p.add_argument("target", help=target_help)
     p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
 
     p = query("outline", "every definition of FILE with its signature and tag fields", cmd_outline)
-    p.add_argument("file", help="relative to PATH, or absolute inside it")
+    p.add_argument(
+        "file",
+        help="relative to PATH (or to the working folder when it names no file in PATH), "
+        "or absolute inside PATH; a :LINE after it is ignored",
+    )
     p.add_argument("path", nargs="?", default=".", help=PATH_HELP)
 
     p = query("related-tests", "the tests that exercise TARGET", cmd_related_tests)
@@ -410,12 +470,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", metavar="DIR", required=True, help="DIR/<id>/, DIR/results.jsonl")
     p.add_argument("--graph", action="store_true", help="also write DIR/<id>/graph.json")
-    p.add_argument("--workers", type=int, metavar="N", help="processes (default: the cores)")
+    p.add_argument(
+        "--workers", type=_at_least(1), metavar="N", help="processes (default: the cores)"
+    )
     p.add_argument(
         "--ray", nargs="?", const="", metavar="ADDRESS", help="run on Ray (auto: this cluster)"
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per task")
-    p.add_argument("--chain-size", type=int, metavar="N", help="tasks per chain at most")
+    p.add_argument("--chain-size", type=_at_least(1), metavar="N", help="tasks per chain at most")
     p.add_argument(
         "--incremental",
         action="store_true",

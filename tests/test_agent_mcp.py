@@ -8,6 +8,7 @@ the repository, so nothing of the repository is on its sys.path.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -83,8 +84,11 @@ class Agent:
 async def agent(root: Path, tmp_path: Path) -> AsyncIterator[Agent]:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
-    params = StdioServerParameters(
-        command=sys.executable, args=["-P", "-m", "anchor_ls", "mcp", str(root)], cwd=elsewhere
+    params = StdioServerParameters(  # the whole environment: the SDK passes on only a few
+        command=sys.executable,  # variables, and the suite's user cache (conftest) is one
+        args=["-P", "-m", "anchor_ls", "mcp", str(root)],
+        cwd=elsewhere,
+        env=dict(os.environ),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -310,6 +314,34 @@ async def test_outline_gives_signatures_lines_and_short_tag_fields(
         ]
 
 
+async def test_a_file_is_found_in_every_form_an_agent_writes_it(shop: Path, tmp_path: Path) -> None:
+    # grep, tracebacks and compilers print `path:line` or `path:line:column`
+    forms = [P, f"./{P}", str(shop / P), f"{P}:11", f"{P}:11:5", f"shop/../{P}"]
+    async with agent(shop, tmp_path) as client:
+        for form in forms:
+            assert (await client.ask("outline", path=form))["path"] == P, form
+            assert (await client.ask("tags", target=form))["path"] == P, form
+        # a folder: the files in it to choose from, not the nearest names of the whole tree
+        for folder in ("shop", "shop/", "./shop"):
+            refused = await client.refused("outline", path=folder)
+            assert refused == {
+                "error": "shop is a folder, not a file: ask again with one of its Python files",
+                "candidates": ["shop/__init__.py", H, P, "shop/store.py"],
+                "more": 0,
+            }, folder
+        root = await client.refused("outline", path=".")  # was "outside the repository"
+        assert root["candidates"][:2] == ["shop/__init__.py", H]  # type: ignore[index]
+    text = cli(shop, "outline", "shop")
+    assert text.returncode == 1
+    assert text.stderr.splitlines()[1:] == [
+        "candidates:",
+        "  shop/__init__.py",
+        f"  {H}",
+        f"  {P}",
+        "  shop/store.py",
+    ]
+
+
 async def test_the_outline_of_a_large_file_is_capped_with_a_count(
     shop: Path, tmp_path: Path
 ) -> None:
@@ -486,6 +518,23 @@ async def test_a_file_with_syntax_errors_is_reported_and_the_rest_answers(
         assert outline["problem"].startswith("syntax:")
 
 
+async def test_stats_counts_what_anchor_ls_index_counts(tmp_path: Path) -> None:
+    # fixtures/example reaches definitions outside the repository (ext: entities) and has
+    # overriding methods: the tool's figures are the command line's, not the graph's size.
+    repo = copy_of(EXAMPLE, tmp_path)
+    done = cli(repo, "index", "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["external_entities"] > 0 and printed["edges"]["overrides"] > 0
+    async with agent(repo, tmp_path) as client:
+        stats = await client.ask("stats")
+    assert stats["files"] == printed["files"]
+    assert stats["entities"] == printed["entities"]
+    assert stats["external_entities"] == printed["external_entities"]
+    assert stats["edges"] == printed["edges"]
+    assert stats["problems"] == printed["problems"]
+
+
 async def test_the_server_writes_nothing_into_the_repository_but_its_cache(
     shop: Path, tmp_path: Path
 ) -> None:
@@ -552,6 +601,21 @@ def test_the_cli_prints_readable_text_by_default(shop: Path) -> None:
     ambiguous = cli(shop, "hierarchy", "handle")
     assert ambiguous.returncode == 1 and ambiguous.stdout == ""
     assert f"  {H}:Audited.handle" in ambiguous.stderr.splitlines()
+
+
+def test_a_limit_of_0_gives_the_counts_without_saying_there_are_none(shop: Path) -> None:
+    # "no callers of shop/payments.py:Charge" followed by "[+4 more left out...]"
+    callers = cli(shop, "callers", "Charge", "--limit", "0")
+    assert callers.returncode == 0, callers.stderr
+    assert callers.stdout.splitlines() == ["[+4 more left out; raise --limit] 3 callers · 1 test"]
+    found = cli(shop, "find", "handle", "--limit", "0")
+    assert found.stdout.splitlines() == ["[+16 more left out; raise --limit]"]
+    assert cli(shop, "callers", "refund").stdout.splitlines()[0] == (
+        f"{H}:RefundHandler.handle [import]\t{H}:26: charge = refund(Charge(amount))"
+    )
+    assert cli(shop, "callers", "dispatch", "--limit", "0").stdout.splitlines()[0] == (
+        "[+2 more left out; raise --limit] 1 caller · 1 test"
+    )
 
 
 async def test_callers_and_callees_on_the_example_are_its_hand_written_calls(

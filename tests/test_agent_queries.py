@@ -3,12 +3,15 @@ are in test_agent_mcp.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from anchor_ls.agent.queries import Queries, QueryError
 from anchor_ls.index import Index
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
 
 def queries(tmp_path: Path, files: dict[str, str]) -> Queries:
@@ -129,3 +132,261 @@ def test_a_cycle_of_bases_lists_each_class_once(tmp_path: Path) -> None:
     )
     assert ids(q.hierarchy("A")["mro"]) == ["b.py:B"]
     assert ids(q.hierarchy("B")["mro"]) == ["a.py:A"]
+
+
+def test_source_text_is_read_in_the_file_s_own_codec_and_line_ends(tmp_path: Path) -> None:
+    # A latin-1 file (its cookie says so), a file whose lines end with a lone CR (Python
+    # and the index read each CR as a line end) and one with a BOM: the call-site text
+    # and the signatures quote each as Python reads it, at the line the index counted.
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "lib.py").write_text("def helper(x):\n    return x\n", encoding="utf-8")
+    (root / "latin.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nfrom lib import helper\n\n\n"
+        b'def caf\xe9(prix="d\xe9j\xe0"):\n    return helper("\xe9t\xe9")\n'
+    )
+    (root / "mac.py").write_bytes(b"from lib import helper\r\r\rdef old():\r    helper(1)\r")
+    (root / "bom.py").write_bytes(
+        b"\xef\xbb\xbffrom lib import helper\n\n\ndef bom():\n    helper('\xc3\xa9')\n"
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    sites = {
+        item["id"]: [(s["line"], s["text"]) for s in item["sites"]]
+        for item in q.callers("helper")["levels"][0]["items"]
+    }
+    assert sites == {
+        "latin.py:café": [(6, 'return helper("été")')],
+        "mac.py:old": [(5, "helper(1)")],
+        "bom.py:bom": [(5, "helper('é')")],
+    }
+    (latin,) = q.find_symbol("café")["matches"]
+    assert latin["signature"] == 'def café(prix="déjà")'
+    outline = q.outline("mac.py")["definitions"]
+    assert [(d["line"], d.get("signature")) for d in outline] == [(1, None), (4, "def old()")]
+
+
+def test_find_symbol_does_not_match_the_ext_prefix_of_library_ids(tmp_path: Path) -> None:
+    # `x` is in no name of functools.wraps: the `ext:` every library id starts with is
+    # not a part of its name (each library definition reached matched `x`, `e`, `t`)
+    q = queries(
+        tmp_path,
+        {
+            "a.py": "import functools\n\n\ndef deco(fn):\n    @functools.wraps(fn)\n"
+            "    def inner():\n        return fn()\n    return inner\n\n\ndef fix():\n    pass\n",
+        },
+    )
+    assert "ext:functools.wraps" in q.graph.entities
+    assert ids(q.find_symbol("x")["matches"]) == ["a.py:fix"]
+    assert ids(q.find_symbol("wraps")["matches"]) == ["ext:functools.wraps"]
+    assert ids(q.find_symbol("ext:functools.wraps")["matches"]) == ["ext:functools.wraps"]
+    every = q.find_symbol("ext:")["matches"]  # asked for: every library definition reached
+    assert ids(every) == sorted(i for i in q.graph.entities if i.startswith("ext:"))
+
+
+def test_the_impact_of_a_constant_is_the_code_that_reads_it(tmp_path: Path) -> None:
+    # fixtures/example: pkg/repo.py's SqlRepo.__init__ reads config.TIMEOUT (`self.timeout =
+    # TIMEOUT`), pkg/service.py's checkout reads MAX_ITEMS; "0 affected" hid both
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    timeout = q.impact("pkg/config.py:TIMEOUT")
+    first = timeout["affected"][0]
+    assert (first["id"], first["distance"], first["relation"]) == (
+        "pkg/repo.py:SqlRepo.__init__",
+        1,
+        "reads",
+    )
+    second = {i["id"] for i in timeout["affected"] if i["distance"] == 2}
+    assert {"pkg/service.py:CheckoutService.__init__", "pkg/cli.py:main"} <= second
+    assert "tests/test_service.py:test_service_run_records_timing" in ids(timeout["tests"])
+    items = q.impact("pkg/config.py:MAX_ITEMS", depth=1)["affected"]
+    assert [(i["id"], i["relation"]) for i in items] == [("pkg/service.py:checkout", "reads")]
+
+
+def test_a_symbol_may_be_a_dotted_python_path_or_a_pytest_node_id(tmp_path: Path) -> None:
+    # what an agent copies from an import, a traceback's module, or pytest's output
+    q = queries(
+        tmp_path,
+        {
+            "src/shop/__init__.py": "",
+            "src/shop/core.py": "class Engine:\n    def fire(self):\n        pass\n",
+            "src/shop/more.py": "class Engine:\n    def fire(self):\n        pass\n",
+            "tests/test_core.py": "def test_run():\n    pass\n\n\n"
+            "class TestEngine:\n    def test_fire(self):\n        pass\n",
+        },
+    )
+    named = {
+        "shop.core.Engine.fire": "src/shop/core.py:Engine.fire",
+        "core.Engine": "src/shop/core.py:Engine",
+        "shop.core": "src/shop/core.py",
+        "shop": "src/shop/__init__.py",
+        "tests/test_core.py::test_run": "tests/test_core.py:test_run",
+        "tests/test_core.py::TestEngine::test_fire": "tests/test_core.py:TestEngine.test_fire",
+        "tests/test_core.py::TestEngine::test_fire[1-x]": "tests/test_core.py:TestEngine.test_fire",
+    }
+    for symbol, ident in named.items():
+        assert q.resolve(symbol).id == ident, symbol
+    with pytest.raises(QueryError) as ambiguous:  # never a guess: both files define it
+        q.resolve("Engine.fire")
+    assert ambiguous.value.data["candidates"] == [
+        "src/shop/core.py:Engine.fire",
+        "src/shop/more.py:Engine.fire",
+    ]
+
+
+def test_a_signature_ends_at_the_colon_that_ends_the_header(tmp_path: Path) -> None:
+    # a `#` in a string, a comment after the colon or between the parameters, and a body on
+    # the header's line: the header ran on into the body and the next definitions
+    q = queries(
+        tmp_path,
+        {
+            "m.py": 'def f(a="#", b=1):\n    x = 1\n    return x\n\n\n'
+            'def g(sep: str = "#") -> str:  # a comment: here\n    return sep\n\n\n'
+            "class C(dict):  # type: ignore\n    pass\n\n\n"
+            "def h(\n    a,  # first: one\n    b: int = 2,\n):\n    pass\n\n\n"
+            'def k(d={"a": 1}): return d\n\n\n'
+            "class D:\n    async def run(self, *, n: 'int' = 1) -> None:\n        pass\n",
+        },
+    )
+    signatures = {d["name"]: d.get("signature") for d in q.outline("m.py")["definitions"]}
+    assert signatures == {
+        "m.py": None,
+        "f": 'def f(a="#", b=1)',
+        "g": 'def g(sep: str = "#") -> str',
+        "C": "class C(dict)",
+        "h": "def h(a, b: int = 2,)",
+        "k": 'def k(d={"a": 1})',
+        "D": "class D",
+        "D.run": "async def run(self, *, n: 'int' = 1) -> None",
+    }
+
+
+def test_hierarchy_lists_the_repository_s_own_subclasses_before_its_tests(
+    tmp_path: Path,
+) -> None:
+    # DRF: 95 test views subclass APIView directly, so the 100 subclasses listed were
+    # those and ListAPIView, ModelViewSet (distance 2 and more) were cut
+    tests = "from app.views import View\n" + "".join(
+        f"\n\nclass Test{i}(View):\n    def get(self):\n        pass\n" for i in range(120)
+    )
+    q = queries(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/views.py": "class View:\n    def get(self):\n        pass\n",
+            "app/generic.py": "from app.views import View\n\n\nclass Generic(View):\n    pass\n\n\n"
+            "class ListView(Generic):\n    def get(self):\n        pass\n",
+            "tests/test_views.py": tests,
+        },
+    )
+    answer = q.hierarchy("app/views.py:View")
+    assert answer["subclasses_total"] == 122 and answer["omitted"] == 22
+    head = [(s["id"], s["distance"], s.get("test", False)) for s in answer["subclasses"][:3]]
+    assert head == [
+        ("app/generic.py:Generic", 1, False),
+        ("app/generic.py:ListView", 2, False),
+        ("tests/test_views.py:Test0", 1, True),
+    ]
+    overrides = q.hierarchy("app/views.py:View.get")
+    assert overrides["overrides_total"] == 121
+    assert ids(overrides["overrides"])[:2] == [
+        "app/generic.py:ListView.get",
+        "tests/test_views.py:Test0.get",
+    ]
+    assert overrides["overrides"][1]["test"] is True
+
+
+def test_a_method_named_through_a_subclass_is_the_one_its_mro_finds(tmp_path: Path) -> None:
+    # Flask.route is Scaffold.route, as Python finds it; 'no definition matches' sent the
+    # agent guessing among the nearest names
+    q = queries(
+        tmp_path,
+        {
+            "web/scaffold.py": "class Scaffold:\n    def route(self):\n        pass\n\n\n"
+            "    def run(self):\n        pass\n",
+            "web/app.py": "from web.scaffold import Scaffold\n\n\nclass App(Scaffold):\n"
+            "    def run(self):\n        pass\n\n\nclass Flask(App):\n    pass\n",
+        },
+    )
+    assert q.resolve("Flask.route").id == "web/scaffold.py:Scaffold.route"
+    assert q.resolve("web.app.Flask.route").id == "web/scaffold.py:Scaffold.route"
+    assert q.resolve("web/app.py:Flask.run").id == "web/app.py:App.run"  # nearest first
+    assert q.callers("Flask.route")["symbol"] == "web/scaffold.py:Scaffold.route"
+    with pytest.raises(QueryError, match=r"no definition matches 'Flask\.missing'"):
+        q.resolve("Flask.missing")
+
+
+def test_the_tests_that_read_a_constant_are_its_related_tests(tmp_path: Path) -> None:
+    # fixtures/example: test_service_run_records_timing reads plugins.TIMINGS; impact
+    # listed it among the tests, related_tests said no tests reach TIMINGS
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    reader = "tests/test_service.py:test_service_run_records_timing"
+    assert ids(q.impact("pkg/plugins.py:TIMINGS")["tests"]) == [reader]
+    assert ids(q.related_tests("pkg/plugins.py:TIMINGS")["tests"]) == [reader]
+    timings = [d for d in q.outline("pkg/plugins.py")["definitions"] if d["name"] == "TIMINGS"]
+    assert timings[0]["tests"] == 1
+
+
+def test_the_callers_of_a_constant_are_the_code_that_reads_it(tmp_path: Path) -> None:
+    # "no callers of pkg/config.py:MAX_ITEMS", while checkout reads it twice
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".anchor-ls", "__pycache__"))
+    index = Index(root, use_cache=False)
+    index.build()
+    q = Queries(index)
+    (level,) = q.callers("pkg/config.py:MAX_ITEMS")["levels"]
+    (item,) = level["items"]
+    assert (item["id"], item["relation"]) == ("pkg/service.py:checkout", "read")
+    assert [(s["line"], s["text"]) for s in item["sites"]] == [
+        (18, "if len(skus) > MAX_ITEMS:"),
+        (19, 'raise OrderError(f"at most {MAX_ITEMS} items per order")'),
+    ]
+    deeper = q.callers("pkg/config.py:TIMEOUT", depth=2)["levels"]
+    assert ids(deeper[0]["items"]) == ["pkg/repo.py:SqlRepo.__init__"]
+    assert deeper[1]["items"][0]["relation"] == "call"  # who calls the reader
+
+
+def test_find_symbol_matches_a_module_by_its_import_name(tmp_path: Path) -> None:
+    # rich: `find console` listed rich/console.py after 224 substring matches' first 8
+    q = queries(
+        tmp_path,
+        {
+            "lib/__init__.py": "",
+            "lib/console.py": "class Console:\n    pass\n",
+            "lib/_win32_console.py": "def console_mode():\n    pass\n",
+            "lib/progress.py": "class Progress:\n    def console(self):\n        pass\n",
+        },
+    )
+    found = q.find_symbol("console")["matches"]
+    assert [(m["id"], m["match"]) for m in found[:3]] == [
+        ("lib/console.py", "exact"),
+        ("lib/progress.py:Progress.console", "exact"),
+        ("lib/_win32_console.py", "substring"),
+    ]
+    assert q.find_symbol("lib")["matches"][0] == {
+        "id": "lib/__init__.py",
+        "kind": "module",
+        "path": "lib/__init__.py",
+        "line": 1,
+        "match": "exact",
+        "signature": "module lib/__init__.py",
+    }
+
+
+def test_the_tags_of_a_library_definition_are_none(tmp_path: Path) -> None:
+    # tag writes nothing into the libraries; the tool gave a block for ext:functools.wraps
+    q = queries(
+        tmp_path,
+        {"a.py": "import functools\n\n\ndef deco(fn):\n    return functools.wraps(fn)(fn)\n"},
+    )
+    answer = q.tags("ext:functools.wraps")
+    assert answer["text"] == ""
+    assert answer["note"] == "outside the repository: tag writes no block there"

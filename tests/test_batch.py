@@ -236,6 +236,16 @@ def test_a_missing_manifest_is_a_refused_run(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("option", ["--workers", "--chain-size"])
+def test_zero_workers_or_chain_size_is_a_refused_run(tmp_path: Path, option: str) -> None:
+    # `--workers 0` ran with every core (0 read as "not given"), and handed Ray num_cpus=0
+    manifest = write_manifest(tmp_path / "tasks.jsonl", [{"id": "a", "source": str(tmp_path)}])
+    done = anchor_ls("batch", manifest, "--out", tmp_path / "out", option, "0")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith(f"argument {option}: must be 1 or more, not 0")
+    assert not (tmp_path / "out").exists()
+
+
 # ----- outputs: pool, Ray, plain tag --out ----------------------------------------
 
 

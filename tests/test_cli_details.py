@@ -5,9 +5,11 @@ missing path, exit codes a script can rely on, one figure for the tag policy, an
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -112,6 +114,111 @@ def test_a_file_where_a_folder_is_needed_says_not_a_folder(repo: Path, user_cach
     assert done.stderr == f"anchor-ls: not a folder: {where}\n"
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["index", "--max-items", "-1"],
+            "argument --max-items: must be 0 (no cap) or more, not -1",
+        ),
+        (
+            ["check", "--max-items", "-2"],
+            "argument --max-items: must be 0 (no cap) or more, not -2",
+        ),
+        (["mcp", "--max-items", "-1"], "argument --max-items: must be 0 (no cap) or more, not -1"),
+        (["callers", "checkout", "--depth", "0"], "argument --depth: must be 1 or more, not 0"),
+        (["impact", "checkout", "--limit", "-1"], "argument --limit: must be 0 or more, not -1"),
+        (["find", "check", "--limit", "x"], "argument --limit: not a whole number: 'x'"),
+    ],
+)
+def test_a_bad_number_is_refused_before_anything_is_indexed(
+    repo: Path, user_cache: Path, args: list[str], said: str
+) -> None:
+    # refused as argparse refuses a bad choice (exit 2), before a build that takes a minute
+    # on a large repository; `mcp` with a negative cap served, and failed every tags call
+    command, *rest = args
+    done = subprocess.run(
+        [sys.executable, "-m", "anchor_ls", command, *rest[:1], str(repo), *rest[1:]]
+        if command in ("callers", "impact", "find")
+        else [sys.executable, "-m", "anchor_ls", command, str(repo), *rest],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(user_cache)},
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"anchor-ls {command}: error: {said}"
+    assert done.stdout == ""
+    assert not (repo / ".anchor-ls").exists()
+
+
+@pytest.mark.parametrize("tcp", ["localhost", "127.0.0.1:http", "127.0.0.1:70000", ":-1"])
+def test_serve_refuses_a_tcp_address_without_a_port(user_cache: Path, tcp: str) -> None:
+    done = run(user_cache, "serve", "--tcp", tcp)
+    assert done.returncode == 2
+    said = f"argument --tcp: not HOST:PORT with a port from 0 to 65535: {tcp!r}"
+    assert done.stderr.splitlines()[-1] == f"anchor-ls serve: error: {said}"
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_on_a_port_in_use_says_so(user_cache: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(user_cache, "serve", "--tcp", f"127.0.0.1:{port}")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"anchor-ls: cannot listen on 127.0.0.1:{port}: ")
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("case", ["not empty", "inside", "a file"])
+def test_tag_refuses_its_output_before_indexing(
+    repo: Path, user_cache: Path, tmp_path: Path, case: str
+) -> None:
+    # the refusal of a --out came after a whole build (a minute on a large repository)
+    out = {"not empty": tmp_path / "full", "inside": repo / "snap", "a file": tmp_path / "f"}[case]
+    if case == "not empty":
+        out.mkdir()
+        (out / "keep.txt").write_text("mine\n")
+    elif case == "a file":
+        out.write_text("mine\n")
+    done = run(user_cache, "tag", str(repo), "--out", str(out))
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("anchor-ls: output ")
+    assert done.stdout == ""
+    assert not (user_cache / "anchor-ls").exists()  # no index was built, no cache made
+    assert not (repo / ".anchor-ls").exists()
+
+
+def test_outline_takes_a_file_as_the_shell_completes_it(repo: Path, user_cache: Path) -> None:
+    # from the folder above the repository, `example/pkg/service.py` is the file a shell
+    # completes; relative to PATH it names nothing, so it is taken from the working folder
+    for form in ("example/pkg/service.py", "example/pkg/service.py:16", "pkg/service.py"):
+        done = subprocess.run(
+            [sys.executable, "-m", "anchor_ls", "outline", form, "example", "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_CACHE_HOME": str(user_cache)},
+            cwd=repo.parent,
+            timeout=300,
+        )
+        assert done.returncode == 0, (form, done.stderr)
+        assert json.loads(done.stdout)["path"] == "pkg/service.py"
+
+
+def test_exclude_takes_a_folder_as_a_shell_writes_it(repo: Path, user_cache: Path) -> None:
+    # `tests/` (a shell completes a folder so) and `./tests` left out nothing: no relpath
+    # ends with a slash or starts with ./
+    counts = {}
+    for pattern in ("tests", "tests/", "./tests", "./tests/", "tests/*"):
+        done = run(user_cache, "index", str(repo), "--exclude", pattern, "--json")
+        assert done.returncode == 0, done.stderr
+        counts[pattern] = json.loads(done.stdout)["files"]
+    assert set(counts.values()) == {len(list((repo / "pkg").glob("*.py")))}, counts
+
+
 # ----- check's exit codes -----------------------------------------------------------
 
 
@@ -137,6 +244,12 @@ def test_check_exits_2_for_usage_and_io_errors(repo: Path, user_cache: Path) -> 
     unread = run(user_cache, "check", str(repo), *cache)
     assert unread.returncode == 2
     assert "pkg/pipe.py: unreadable: not a regular file" in unread.stderr
+    # the report says why it could not vouch: the summary alone read "0 of 9 files stale"
+    assert unread.stdout.splitlines()[-2:] == [
+        "pkg/pipe.py: not read (unreadable); its tags are not checked",
+        "check: 0 of 9 files stale, 1 problems (policy topo, max 8; auto: mean call "
+        "out-degree 1.65 < 5: topo)",
+    ]
     # ...and it wins over stale tags: the run could not check everything
     assert run(user_cache, "check", str(repo), "--require", *cache).returncode == 2
 

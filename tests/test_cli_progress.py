@@ -70,6 +70,9 @@ def commands(repo: Path, tmp_path: Path) -> list[tuple[str, list[str]]]:
         ("tagging", ["tag", str(repo), "--out", str(tmp_path / "snap"), "--force", *cache]),
         ("checking", ["check", str(repo), *cache]),
         ("stripping", ["strip", str(tmp_path / "snap")]),
+        # a query builds the index first: a minute on a large repository, said nowhere
+        ("indexing", ["callers", "checkout", str(repo), *cache]),
+        ("indexing", ["outline", "pkg/service.py", str(repo), "--json", *cache]),
     ]
 
 

@@ -142,6 +142,66 @@ def test_the_innermost_root_wins_and_other_repositories_keep_their_order() -> No
     assert plain.search_path("app/main.py") == ("app", "", "src")
 
 
+def test_a_namespace_folder_yields_to_a_module_as_python_finds_it() -> None:
+    # Python makes a namespace package of a folder without __init__.py only when no root
+    # has a module or package of that name; the standard library always has `logging`
+    files = [
+        "testing/conftest.py",
+        "testing/logging/test_fixture.py",
+        "testing/util/helpers.py",
+        "src/pkg/__init__.py",
+        "src/pkg/log.py",
+        "src/util.py",
+    ]
+    table = ModuleTable(files, roots=["testing"])
+    importer = "src/pkg/log.py"
+    assert table.search_path(importer) == ("src", "", "testing")
+    assert table.resolve("logging", 0, importer) is None  # the standard library's
+    assert table.resolve("logging.handlers", 0, importer) is None
+    assert table.resolve("util", 0, "testing/conftest.py") == "src/util.py"
+    assert table.resolve("util.helpers", 0, "testing/conftest.py") == "testing/util/helpers.py"
+    assert table.resolve("logging", 1, "testing/conftest.py") == "testing/logging/"  # relative
+
+
+def test_a_folder_named_as_a_standard_module_takes_none_of_its_calls(tmp_path: Path) -> None:
+    # pytest's own repository: testing/logging/ (no __init__.py) under the conftest root
+    # took `import logging` of src/_pytest/logging.py, so every base and call into the
+    # logging module was lost, and annotations through it raised KeyError (internal)
+    root = tmp_path / "repo"
+    for rel, text in {
+        "testing/conftest.py": "",
+        "testing/logging/test_fixture.py": "import logging\n\n\n"
+        "def test_it(h: 'logging.Handler') -> None:\n    logging.getLogger('t')\n",
+        "src/pkg/__init__.py": "",
+        "src/pkg/log.py": "import logging\n\n\nclass F(logging.Formatter):\n    pass\n\n\n"
+        "def make(f: 'logging.Formatter') -> None:\n    logging.getLogger('x')\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    graph = index.snapshot().graph
+    assert "ext:logging.Formatter" in graph.out("inherits", "src/pkg/log.py:F")
+    assert "ext:logging.getLogger" in graph.out(CALLS, "src/pkg/log.py:make")
+    assert "ext:logging.getLogger" in graph.out(CALLS, "testing/logging/test_fixture.py:test_it")
+    assert index.problems == {}
+
+
+def test_an_annotation_through_a_namespace_package_is_no_internal_error(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    for rel, text in {
+        "nsp/thing.py": "class Thing:\n    def go(self):\n        pass\n",
+        "app.py": "import nsp\n\n\ndef f(x: 'nsp.Thing') -> None:\n    x.go()\n\n\n"
+        "def g(y: 'nsp.thing.Thing') -> None:\n    y.go()\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    assert index.problems == {}  # was "internal: resolution failed in f: KeyError: 'nsp/'"
+    assert "nsp/thing.py:Thing.go" in index.snapshot().graph.out(CALLS, "app.py:g")
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "anchor_ls", *args],

@@ -77,3 +77,19 @@ def test_strip_reports_a_file_an_editor_saved_during_the_write_and_keeps_the_sav
     assert report.problems == ["m.py: changed while stripping; left as is"]
     assert path.read_bytes() == SAVED
     assert _leftovers(tmp_path) == []
+
+
+def test_a_read_only_file_is_left_as_it_is_and_reported(tmp_path: Path) -> None:
+    # the swap replaced a file its owner had made read-only (chmod a-w), where an editor
+    # or a formatter refuses to write
+    root = tmp_path / "repo"
+    root.mkdir()
+    tagged = b"# === CodeAnchor m.py:f\n# CALLED_BY: :g\n# ===\ndef f():\n    pass\n"
+    path = root / "m.py"
+    path.write_bytes(tagged)
+    path.chmod(0o444)
+    report = strip_tree(root)
+    assert path.read_bytes() == tagged
+    assert oct(path.stat().st_mode & 0o777) == "0o444"
+    assert report.problems == ["m.py: not written: read-only file; left as is"]
+    assert report.exit_code == 1

@@ -31,7 +31,8 @@ INSTRUCTIONS = (
     "The call, inheritance and import graph of one Python repository, resolved by "
     "anchor-ls's binder (not matched by bare name) and brought up to date with the disk "
     "before every answer. A symbol is an entity id (`pkg/mod.py:Class.method`, a module "
-    "is its path) or a suffix of one (`Class.method`); find_symbol finds ids. Ask "
+    "is its path) or a suffix of one (`Class.method`); a dotted Python path "
+    "(`pkg.mod.Class`) and a pytest node id work too; find_symbol finds ids. Ask "
     "callers/impact before changing a signature, outline to learn a file, related_tests "
     "for what to run."
 )
@@ -111,10 +112,11 @@ def build_server(service: Service) -> MCPServer:
         symbol: str, depth: int = 1, limit: int = 50, maybe: bool = False
     ) -> CallToolResult:
         """Who calls `symbol` (relation "call") or uses it as a value (relation
-        "reference"), level by level up to `depth`, each with its call-site lines and
-        how the call was resolved (call_via). In each level test code comes last, marked
-        "test" (limit cuts it first). `possible`: how many call sites the index could not
-        resolve call a name like symbol's; maybe=true lists them as `maybe`."""
+        "reference"; a constant's readers: "read"), level by level up to `depth`, each
+        with its call-site lines and how the call was resolved (call_via). In each level
+        test code comes last, marked "test" (limit cuts it first). `possible`: how many
+        call sites the index could not resolve call a name like symbol's; maybe=true
+        lists them as `maybe`."""
         return await run(lambda q: q.callers(symbol, depth, limit, maybe))
 
     @server.tool()
@@ -126,8 +128,8 @@ def build_server(service: Service) -> MCPServer:
     @server.tool()
     async def impact(symbol: str, depth: int = 3, limit: int = 100) -> CallToolResult:
         """What can break if `symbol` changes: transitive callers and users, subclasses,
-        overriding methods, importers of a module, each with its distance and relation;
-        and the tests that reach any of them."""
+        overriding methods, importers of a module, readers of a constant, each with its
+        distance and relation; and the tests that reach any of them."""
         return await run(lambda q: q.impact(symbol, depth, limit))
 
     @server.tool()

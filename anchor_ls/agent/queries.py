@@ -17,6 +17,7 @@ import difflib
 import os
 import re
 import threading
+import tokenize
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -25,18 +26,26 @@ from typing import Any
 
 from anchor_ls.index import (
     CALLS,
-    DENSE_KINDS,
+    CONFIG_USAGE,
+    CONST_REF,
     IMPORTS,
     INHERITS,
     REFERENCES,
-    STRUCTURAL_KINDS,
     TEST_REF,
     Entity,
     Index,
 )
-from anchor_ls.index.model import ENTITY_KINDS, OVERRIDES, Graph, path_of
-from anchor_ls.index.stats import graph_figures
+from anchor_ls.index.model import (
+    ENTITY_KINDS,
+    EXTERNAL,
+    EXTERNAL_PREFIX,
+    OVERRIDES,
+    Graph,
+    path_of,
+)
+from anchor_ls.index.stats import edge_counts, graph_figures
 from anchor_ls.index.testcode import is_test_name, is_test_path
+from anchor_ls.syntax.source import UnreadableSource, decode_source
 from anchor_ls.tags.apply import file_blocks
 from anchor_ls.tags.policy import (
     DEFAULT_MAX_ITEMS,
@@ -51,7 +60,7 @@ from anchor_ls.tags.policy import (
     resolve_policy,
     tags_file,
 )
-from anchor_ls.tags.rank import DEMO, TESTS, rank_key
+from anchor_ls.tags.rank import DEMO, TESTS, rank_key, role
 from anchor_ls.tags.render import block_lines, field_line
 
 MAX_SITES = 3  # call-site lines shown per caller or callee (the rest are counted)
@@ -68,7 +77,12 @@ SIGNATURE_CHARS = 160
 SOURCE_CHARS = 120
 _BOUNDARY = ":./"
 _SPLIT = re.compile(r"[:./]")
-_SPACES = re.compile(r"\s+")
+_OPENING = frozenset("([{")
+_CLOSING = frozenset(")]}")
+HEADER_LINES = 60  # lines a def or class header may span
+_AT_LINE = re.compile(r"(.+\.pyi?)(?::\d+){1,2}")
+# The relation of a caller or callee, by the edge that links it (a constant's: "read").
+_RELATION = {CALLS: "call", REFERENCES: "reference"}
 # The edge kind behind each relation impact reports (what ranks a module's demo blocks).
 _EDGE_OF = {
     "calls": CALLS,
@@ -76,6 +90,7 @@ _EDGE_OF = {
     "subclass": INHERITS,
     "override": CALLS,
     "imports": IMPORTS,
+    "reads": CONST_REF,
 }
 # Fields an outline shows: the topology, both directions (tests are counted: their ids
 # are long and many, and related_tests lists them).
@@ -101,8 +116,94 @@ def _token(key: str) -> str:
     return _SPLIT.split(key)[-1]
 
 
+def without_line(path: str) -> str:
+    """`pkg/m.py:12` and `pkg/m.py:12:5`, as grep, tracebacks and compilers print a place,
+    name pkg/m.py (no id has a name that starts with a digit)."""
+    found = _AT_LINE.fullmatch(path)
+    return found.group(1) if found else path
+
+
+def _spellings(key: str) -> list[str]:
+    """The ids key may stand for when it is written as Python or pytest write a place:
+    a pytest node id (`path.py::Class::test[param]`), or a dotted path (`pkg.mod.Class.f`:
+    each split into a module, as a file or a package, and the names inside it)."""
+    if "::" in key:
+        path, _, names = key.partition("::")
+        return [f"{path}:{names.partition('[')[0].replace('::', '.')}"]
+    if any(c in key for c in ":/"):
+        return []
+    parts = key.split(".")
+    found = []
+    for cut in range(len(parts), 0, -1):
+        module, names = "/".join(parts[:cut]), ".".join(parts[cut:])
+        for path in (f"{module}.py", f"{module}/__init__.py"):
+            found.append(f"{path}:{names}" if names else path)
+    return found
+
+
+_SKIPPED = frozenset(
+    {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+    }
+)
+
+
+def _header(lines: list[str]) -> str | None:
+    """The `def` or `class` header the lines start with, up to the colon that ends it, on
+    one line and without its comments (a `#` in a string and a body after the colon are
+    no end of it, as they were for a scan of the text); None when it does not tokenize."""
+    source = iter([f"{line}\n" for line in lines])
+    out: list[str] = []
+    depth = 0
+    last: tokenize.TokenInfo | None = None
+    try:
+        for tok in tokenize.generate_tokens(lambda: next(source, "")):
+            if tok.type in _SKIPPED:
+                continue
+            if tok.type == tokenize.OP:
+                if tok.string in _OPENING:
+                    depth += 1
+                elif tok.string in _CLOSING:
+                    depth -= 1
+                elif tok.string == ":" and depth == 0:
+                    return "".join(out)
+            apart = last is not None and last.end != tok.start
+            if apart and last.string not in _OPENING and tok.string not in _CLOSING:
+                out.append(" ")
+            out.append(tok.string)
+            last = tok
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return None
+
+
+def _import_name(ent: Entity) -> str | None:
+    """The last name a module is imported by (`console` for rich/console.py, `rich` for
+    rich/__init__.py); None for other definitions."""
+    if ent.kind != "module":
+        return None
+    folder, _, name = ent.path.rpartition("/")
+    stem = name.rpartition(".")[0]
+    return folder.rpartition("/")[2] if stem == "__init__" and folder else stem
+
+
 def _entity_token(ent: Entity) -> str:
     return ent.path.rpartition("/")[2] if ent.kind == "module" else ent.name
+
+
+def _text_lines(data: bytes) -> list[str]:
+    """A file's lines as the parser read them: in its declared codec, a CR alone or before
+    LF a line end (the index's line numbers count those); split at \n alone, since
+    splitlines() would also split at \f and other breaks Python does not count."""
+    try:
+        return decode_source(data).text.split("\n")
+    except UnreadableSource:  # not indexed either: no line to quote
+        return []
 
 
 def _capped(items: list[Any], limit: int) -> tuple[list[Any], int]:
@@ -200,6 +301,11 @@ class Queries:
             return found
         bare = key.lstrip(":./")  # `.save`, `:Charge`: the mark of a short link
         matches = self._suffix_matches(bare) if bare else []
+        if not matches:  # `pkg.mod.Class.method`, `tests/test_x.py::TestX::test_y[1]`
+            found = {i for alt in _spellings(key) for i in self._suffix_matches(alt)}
+            matches = sorted(found)
+        if not matches and (inherited := self._inherited(key)) is not None:
+            return inherited
         if len(matches) == 1:
             ent = graph.entity(matches[0])
             assert ent is not None
@@ -217,6 +323,24 @@ class Queries:
             nearest=self.nearest(key),
         )
 
+    def _inherited(self, key: str) -> Entity | None:
+        """`Class.name` for a name Class does not define: the definition its MRO finds
+        (`Flask.route` is Scaffold.route, as Python looks it up), else None."""
+        owner, dot, name = key.rpartition(".")
+        if not dot or not owner or not name or ":" in name or "/" in name:
+            return None
+        try:
+            cls = self.resolve(owner)
+        except QueryError:
+            return None
+        if cls.kind != "class":
+            return None
+        for klass in self.index.mro(cls.id)[1:]:
+            found = self.graph.entity(f"{klass}.{name}")
+            if found is not None:
+                return found
+        return None
+
     def _lowered_ids(self) -> list[tuple[str, str]]:
         if self._lowered is None:
             self._lowered = sorted((i.lower(), i) for i in self.graph.entities)
@@ -231,20 +355,24 @@ class Queries:
             raise QueryError(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}")
         q = query.strip()
         low = q.lower()
+        # the `ext:` of a library's id is a mark, no part of its name, unless asked for
+        mark = 0 if low.startswith(EXTERNAL_PREFIX) else len(EXTERNAL_PREFIX)
         graph = self.graph
         with self._pinned(graph):
             ranked: list[tuple[int, str]] = []
             for lowered, ident in self._lowered_ids():
-                if low not in lowered:
+                cut = mark if ident.startswith(EXTERNAL_PREFIX) else 0
+                named = ident[cut:]
+                if low not in lowered[cut:]:
                     continue
                 ent = graph.entities.get(ident)
                 if ent is None or (kind is not None and ent.kind != kind):
                     continue
-                if q in (ident, ent.qualname, ent.name):
+                if q in (ident, ent.qualname, ent.name) or q == _import_name(ent):
                     rank = 0
                 elif ident.endswith(q):
                     rank = 1
-                elif q in ident:
+                elif q in named:
                     rank = 2
                 else:
                     rank = 3
@@ -264,9 +392,7 @@ class Queries:
     def _source_lines(self, relpath: str) -> list[str]:
         lines = self._lines.get(relpath)
         if lines is None:
-            data = self.index.source(relpath) or b""
-            # the index counts lines by \n alone; splitlines() would also split at \f
-            lines = data.decode("utf-8", "replace").split("\n")
+            lines = _text_lines(self.index.source(relpath) or b"")
             self._lines[relpath] = lines
             if len(self._lines) > 256:
                 self._lines.popitem(last=False)
@@ -285,17 +411,11 @@ class Queries:
         if ent.kind == "module":
             return f"module {ent.path}"
         lines = self._source_lines(ent.path)
-        parts: list[str] = []
-        for text in lines[ent.line - 1 : ent.line + 11]:
-            parts.append(text.strip())
-            if ent.kind == "constant":
-                break
-            bare = text.split("#", 1)[0].rstrip()
-            if bare.endswith(":"):
-                break
-        header = _SPACES.sub(" ", " ".join(parts)).replace("( ", "(").replace(" )", ")")
-        if ent.kind != "constant" and header.endswith(":"):
-            header = header[:-1]
+        first = lines[ent.line - 1].strip() if 0 < ent.line <= len(lines) else ""
+        if ent.kind == "constant":
+            header = first
+        else:
+            header = _header(lines[ent.line - 1 : ent.line + HEADER_LINES]) or first
         return header if len(header) <= SIGNATURE_CHARS else header[: SIGNATURE_CHARS - 1] + "…"
 
     def _brief(self, ent: Entity) -> dict[str, Any]:
@@ -349,6 +469,14 @@ class Queries:
         """What `symbol` calls (or uses as a value), level by level."""
         return self._neighbours(symbol, depth, limit, incoming=False)
 
+    def _neighbour_kinds(self, ident: str, incoming: bool) -> tuple[str, ...]:
+        """The edges followed from ident: calls and uses as a value; into a constant, the
+        reads of it (directly, or as a setting of the settings module)."""
+        ent = self.graph.entity(ident) if incoming else None
+        if ent is not None and ent.kind == "constant":
+            return (CONST_REF, CONFIG_USAGE)
+        return (CALLS, REFERENCES)
+
     def _neighbours(self, symbol: str, depth: int, limit: int, incoming: bool) -> dict[str, Any]:
         """Level by level, each level in rank order (what `limit` keeps first)."""
         _check_depth(depth)
@@ -362,7 +490,7 @@ class Queries:
             for level in range(1, depth + 1):
                 reached: dict[str, tuple[str, str]] = {}
                 for via in frontier:
-                    for kind in (CALLS, REFERENCES):
+                    for kind in self._neighbour_kinds(via, incoming):
                         for other in step(kind, via):
                             if other in seen:
                                 continue
@@ -387,7 +515,7 @@ class Queries:
                 if ent is None:
                     continue
                 item = self._brief(ent)
-                item["relation"] = "call" if kind == CALLS else "reference"
+                item["relation"] = _RELATION.get(kind, "read")
                 if role == TESTS:
                     item["test"] = True
                 elif role == DEMO:
@@ -429,11 +557,15 @@ class Queries:
         elif ent.kind == "module":
             for other in graph.into(IMPORTS, ent.id):
                 yield "imports", other
+        elif ent.kind == "constant":  # read directly, or as a setting of the settings module
+            for kind in (CONST_REF, CONFIG_USAGE):
+                for other in graph.into(kind, ent.id):
+                    yield "reads", other
 
     def impact(self, symbol: str, depth: int = 3, limit: int = 100) -> dict[str, Any]:
         """What can break if `symbol` changes: transitive callers and users, subclasses,
-        overriding methods, importers of a module, each level in rank order; then the tests
-        that reach any of them."""
+        overriding methods, importers of a module, readers of a constant, each level in
+        rank order; then the tests that reach any of them."""
         _check_depth(depth)
         graph = self.graph
         with self._pinned(graph):
@@ -494,10 +626,11 @@ class Queries:
         }
 
     def _test_sources(self, ident: str) -> set[str]:
-        """Test code that exercises ident directly (its test_ref edges, its test callers)."""
+        """Test code that exercises ident directly (its test_ref edges, its test callers
+        and users, the tests that read it when it is a constant)."""
         graph = self.graph
         found = set(graph.into(TEST_REF, ident))
-        for kind in (CALLS, REFERENCES):
+        for kind in (CALLS, REFERENCES, CONST_REF, CONFIG_USAGE):
             found.update(i for i in graph.into(kind, ident) if is_test_path(path_of(i)))
         found.discard(ident)
         return found
@@ -552,19 +685,35 @@ class Queries:
                 found.append(candidate)
         return sorted(found)
 
+    def _by_role(self, items: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+        """(distance, id) pairs with the repository's own code first, then demo code, then
+        tests (what MAX_LISTED cuts first), each by distance and id."""
+        return sorted(items, key=lambda item: (role(self.graph, item[1]), *item))
+
+    def _marked(self, ent: Entity) -> dict[str, Any]:
+        """_brief, marked `"test": true` or `"demo": true` as callers' items are."""
+        brief = self._brief(ent)
+        found = role(self.graph, ent.id)
+        if found == TESTS:
+            brief["test"] = True
+        elif found == DEMO:
+            brief["demo"] = True
+        return brief
+
     def hierarchy(self, symbol: str) -> dict[str, Any]:
         """A class's bases (MRO order) and subclasses; a method's overridden definitions
-        (nearest first) and its overrides."""
+        (nearest first) and its overrides; subclasses and overrides list the repository's
+        own code first, then demo code, then tests (marked as callers marks them)."""
         graph = self.graph
         with self._pinned(graph):
             ent = self.resolve(symbol)
             if ent.kind == "class":
                 bases = [self._brief(e) for i in self._bases(ent.id) if (e := graph.entity(i))]
                 subs = []
-                for level, ident in self._subclasses(ent.id):
+                for level, ident in self._by_role(self._subclasses(ent.id)):
                     sub = graph.entity(ident)
                     if sub is not None:
-                        subs.append({**self._brief(sub), "distance": level})
+                        subs.append({**self._marked(sub), "distance": level})
                 shown, more = _capped(subs, MAX_LISTED)
                 return {
                     "symbol": ent.id,
@@ -589,7 +738,11 @@ class Queries:
                 found = graph.entity(ident)
                 if found is not None:
                     overridden.append(self._brief(found))
-            overrides = [self._brief(e) for i in self._overrides(ent) if (e := graph.entity(i))]
+            overrides = [
+                self._marked(e)
+                for _, i in self._by_role((0, i) for i in self._overrides(ent))
+                if (e := graph.entity(i))
+            ]
             shown, more = _capped(overrides, MAX_LISTED)
             return {
                 "symbol": ent.id,
@@ -603,23 +756,36 @@ class Queries:
 
     # ----- files and tags -----------------------------------------------------
     def _inside(self, path: str) -> str:
-        """path (relative to the root, or absolute) relative to the root; refused outside."""
+        """path (relative to the root, or absolute; a `:line` or `:line:column` after a
+        file's name is dropped) relative to the root, "." for the root; refused outside."""
         if not isinstance(path, str) or not path.strip():
             raise QueryError("path must be a non-empty string")
         root = self.index.root
-        rel = self.index.relpath(os.path.normpath(os.path.join(root, path.strip())))
+        full = os.path.normpath(os.path.join(root, without_line(path.strip())))
+        if full == os.path.normpath(root):
+            return "."
+        rel = self.index.relpath(full)
         if rel is None or rel.startswith("../"):
             raise QueryError(f"{path!r} is outside the repository ({root}); refused")
         return rel
 
     def relpath(self, path: str) -> str:
         """A repository path (relative to its root, or absolute inside it) as indexed;
-        paths outside the repository are refused."""
+        paths outside the repository are refused, a folder lists its files to choose from."""
         rel = self._inside(path)
         if not self.graph.file_entities(rel):
             problem = self.index.problems.get(rel)
             if problem is not None:
                 raise QueryError(f"{rel}: not indexed: {problem.kind}: {problem.message}")
+            if os.path.isdir(os.path.join(self.index.root, rel)):
+                prefix = "" if rel == "." else f"{rel}/"
+                inside = [f for f in self.graph.files() if f.startswith(prefix)]
+                shown, more = _capped(inside, MAX_CANDIDATES)
+                raise QueryError(
+                    f"{rel} is a folder, not a file: ask again with one of its Python files",
+                    candidates=shown,
+                    more=more,
+                )
             names = difflib.get_close_matches(rel, self.graph.files(), n=5, cutoff=0.5)
             raise QueryError(f"{rel}: no indexed Python file there", nearest=sorted(names))
         return rel
@@ -708,24 +874,29 @@ class Queries:
                     answer["note"] = "test code carries no blocks under this policy"
                 return answer
             ent = self.resolve(target)
-            fields = block_fields(graph, ent.id, resolved) if tags_file(ent.path, resolved) else []
+            external = is_external(ent.id)
+            tagged = not external and tags_file(ent.path, resolved)
+            fields = block_fields(graph, ent.id, resolved) if tagged else []
             text = "\n".join(block_lines(ent, fields)) if fields else ""
             answer = {"symbol": ent.id, "policy": shown, "line": ent.start_line, "text": text}
             if not text:
                 answer["note"] = (
-                    "test code carries no blocks under this policy"
-                    if not tags_file(ent.path, resolved)
+                    "outside the repository: tag writes no block there"
+                    if external
+                    else "test code carries no blocks under this policy"
+                    if not tagged
                     else "no block: nothing to list under this policy"
                 )
             return answer
 
     def _as_file(self, target: str) -> str | None:
         """The relpath a target names when it is a path (a module id is one)."""
+        target = without_line(target)
         if ":" in target or not (target.endswith((".py", ".pyi")) or "/" in target):
             return None
         rel = self._inside(target)
-        if self.graph.file_entities(rel):
-            return rel
+        if self.graph.file_entities(rel) or os.path.isdir(os.path.join(self.index.root, rel)):
+            return self.relpath(target)  # a folder: refused with its files
         module = self.resolve(target)  # a module by a suffix of its path (`store.py`)
         return module.path if module.kind == "module" else self.relpath(target)
 
@@ -783,15 +954,16 @@ class Queries:
         graph = self.graph
         with self._pinned(graph):
             resolved, mean = self.auto_policy()
-            edges = {kind: graph.edge_count(kind) for kind in (*STRUCTURAL_KINDS, *DENSE_KINDS)}
+            reached = len(graph.file_entities(EXTERNAL))
             problems: dict[str, int] = {}
             for problem in self.index.problems.values():
                 problems[problem.kind] = problems.get(problem.kind, 0) + 1
             return {
                 "root": str(self.index.root),
                 "files": len(graph.files()),
-                "entities": len(graph.entities),
-                "edges": edges,
+                "entities": len(graph.entities) - reached,  # the repository's, as index prints
+                "external_entities": reached,
+                "edges": edge_counts(graph),
                 "mean_out_degree": round(mean, 3),
                 "policy": {
                     "name": resolved.name,

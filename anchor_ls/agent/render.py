@@ -18,7 +18,7 @@ def _omitted(answer: dict[str, Any], key: str = "omitted", noun: str = "more") -
 
 def _find(answer: dict[str, Any]) -> list[str]:
     out = [f"{_where(m)}\t{m['kind']}\t{m['id']}\t{m['signature']}" for m in answer["matches"]]
-    if not out:
+    if not answer["total"]:  # not when a limit of 0 left every match out
         out.append(f"no definition matches {answer['query']!r}")
     return out + _omitted(answer)
 
@@ -31,7 +31,7 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
     for level in answer["levels"]:
         pad = "  " * (level["depth"] - 1)
         for item in level["items"]:
-            marks = "" if item["relation"] == "call" else " (reference)"
+            marks = "" if item["relation"] == "call" else f" ({item['relation']})"
             marks += f" [{item['call_via']}]" if "call_via" in item else ""
             marks += " (test)" if item.get("test") else ""
             marks += " (demo)" if item.get("demo") else ""
@@ -43,7 +43,7 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
             if "via" in item:
                 line += f"\t(via {item['via']})"
             out.append(line)
-    if not out:
+    if not answer["total"]:
         out.append(f"no {noun} of {answer['symbol']}")
     # a cut list says how many there are, by role; a whole one lists each, marked
     out += [f"{line} {_counts(answer, noun)}" for line in _omitted(answer)]
@@ -53,7 +53,8 @@ def _neighbours(answer: dict[str, Any], noun: str) -> list[str]:
 def _counts(answer: dict[str, Any], noun: str) -> str:
     """`4 callers · 1 test (1 of them demo code)`: the whole answer, by role."""
     tests, demo = answer.get("in_tests", 0), answer.get("in_demo", 0)
-    line = f"{answer['total'] - tests} {noun}"
+    others = answer["total"] - tests
+    line = f"{others} {noun.removesuffix('s') if others == 1 else noun}"
     line += f" · {tests} test{'s' if tests != 1 else ''}" if tests else ""
     return line + (f" ({demo} of them demo code)" if demo else "")
 
@@ -86,18 +87,24 @@ def _impact(answer: dict[str, Any]) -> list[str]:
     return out + _omitted(answer, "tests_omitted", "more tests")
 
 
+def _role(item: dict[str, Any]) -> str:
+    return " (test)" if item.get("test") else " (demo)" if item.get("demo") else ""
+
+
 def _hierarchy(answer: dict[str, Any]) -> list[str]:
     out = [answer["symbol"]]
     if answer["kind"] == "class":
         out.append("mro:")
         out += [f"  {b['id']}  ({_where(b)})" for b in answer["mro"]]
         out.append(f"subclasses ({answer['subclasses_total']}):")
-        out += [f"  {s['distance']}  {s['id']}  ({_where(s)})" for s in answer["subclasses"]]
+        out += [
+            f"  {s['distance']}  {s['id']}{_role(s)}  ({_where(s)})" for s in answer["subclasses"]
+        ]
     else:
         out.append("overrides (nearest first):")
         out += [f"  {b['id']}  ({_where(b)})" for b in answer["overridden"]]
         out.append(f"overridden by ({answer['overrides_total']}):")
-        out += [f"  {s['id']}  ({_where(s)})" for s in answer["overrides"]]
+        out += [f"  {s['id']}{_role(s)}  ({_where(s)})" for s in answer["overrides"]]
     return out + _omitted(answer)
 
 
@@ -137,7 +144,7 @@ def _tests(answer: dict[str, Any]) -> list[str]:
     for test in answer["tests"]:
         via = f"  via {test['via']}" if "via" in test else ""
         out.append(f"{_where(test)}\t{test['role']}\t{test['id']}{via}")
-    if not out:
+    if not answer["total"]:
         out.append(f"no tests reach {answer['symbol']}")
     return out + _omitted(answer)
 

@@ -6,7 +6,7 @@ import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,17 @@ class Problem:
     path: str
     kind: str  # syntax | decode | too-large | binary | unreadable | vanished | symlink-loop
     message: str
+
+
+def exclude_patterns(patterns: Iterable[str]) -> tuple[str, ...]:
+    """Exclude globs as relpaths are written: `./tests` and `tests/` (as a shell completes
+    a folder) name the folder `tests`; as given, they matched no relpath."""
+    found = []
+    for pattern in patterns:
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
+        found.append(pattern.rstrip("/") or pattern)
+    return tuple(found)
 
 
 def is_excluded(relpath: str, patterns: Sequence[str]) -> bool:

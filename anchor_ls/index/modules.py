@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import sys
 from collections.abc import Iterable
 
 from anchor_ls.index.roots import contains, stated_by_files, states_a_root
@@ -98,11 +99,17 @@ class ModuleTable:
             found = self.module_at(inner) if inner else "__init__.py"
             if found is not None:
                 return found
+        namespace = None
         for root in self.search_path(importer):
             found = self.module_at(f"{root}/{suffix}" if root else suffix)
-            if found is not None:
+            if found is not None and not found.endswith("/"):
                 return found
-        return None
+            namespace = namespace or found
+        # Python makes a namespace package of a folder only when no root holds a module or
+        # package of that name, and the standard library always holds its own (`logging`).
+        if namespace is not None and parts[0] in sys.stdlib_module_names:
+            return None
+        return namespace
 
     def search_path(self, importer: str) -> tuple[str, ...]:
         """The roots an absolute import in `importer` is looked up from, in order."""

@@ -19,7 +19,14 @@ from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, cache_dir_made, content_hash, default_cache_dir
 from anchor_ls.index.environment import Asking, Environment, asking
 from anchor_ls.index.externals import Externals
-from anchor_ls.index.files import Problem, Skipped, is_listed, python_files, read_file
+from anchor_ls.index.files import (
+    Problem,
+    Skipped,
+    exclude_patterns,
+    is_listed,
+    python_files,
+    read_file,
+)
 from anchor_ls.index.invalidation import Imports, Invalidation
 from anchor_ls.index.model import (
     CALLS,
@@ -97,7 +104,7 @@ class Index(Invalidation):
         self._published = self._snapshot_now(rebuilt=True)
         self.problems: dict[str, Problem] = {}
         self._bases_moved: set[str] = set()  # files whose inherits edges an edit moved
-        self.exclude = tuple(exclude)
+        self.exclude = exclude_patterns(exclude)
         self.source_roots = tuple(source_roots)
         # The source roots of the last build that pyproject.toml, setup.cfg, pytest's
         # pythonpath and the user state (the module table adds the repository root and those

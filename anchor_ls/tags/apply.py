@@ -363,7 +363,7 @@ def export_snapshot(
     """
     root = Path(index.root).resolve()
     out = Path(os.path.abspath(out_dir))
-    _refuse_bad_output(Path(index.root), out, force)
+    refuse_bad_output(Path(index.root), out, force)
     out.mkdir(parents=True, exist_ok=True)
     out = out.resolve()
     report = Report("export", policy)
@@ -418,7 +418,10 @@ def refuse_output_in(root: str | Path, out_dir: str | Path) -> None:
         raise TagError(f"output folder {out} is inside the source tree {shown}; choose another")
 
 
-def _refuse_bad_output(root: Path, out: Path, force: bool) -> None:
+def refuse_bad_output(root: Path, out: Path, force: bool) -> None:
+    """Raise TagError for an output folder `tag --out` cannot write: one that holds the tree
+    or is inside it, a file, or a non-empty folder without force (the CLI asks before it
+    builds the index, export_snapshot again before it writes)."""
     refuse_output_in(root, out)
     if out.exists() or out.is_symlink():
         if not out.is_dir():

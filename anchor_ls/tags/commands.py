@@ -126,5 +126,8 @@ def check(args: argparse.Namespace, index: Index) -> int:
         return _fail(str(err))
     with progress("checking", quiet=args.quiet) as step:
         report = check_tree(index, policy, require=args.require, progress=step)
-    report.unread += sorted(p.path for p in index.problems.values() if p.kind in UNREAD_KINDS)
+    for problem in sorted(index.problems.values(), key=lambda p: p.path):
+        if problem.kind in UNREAD_KINDS:  # said here too: the summary alone read "0 stale"
+            report.problem(problem.path, 0, f"not read ({problem.kind}); its tags are not checked")
+            report.unread.append(problem.path)
     return _print(report, args.quiet)

@@ -32,13 +32,17 @@ Identity = tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns
 def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = True) -> None:
     """Replace path's bytes by `data` via a temporary file and a swap, keeping mode bits.
 
-    Raises ChangedOnDisk, and leaves the file as it is, when it stopped holding `expected`
+    Raises PermissionError for a file without its owner's write bit (a rename could
+    replace it; an editor or a formatter would refuse), and ChangedOnDisk, and leaves the
+    file as it is, when it stopped holding `expected`
     while the new text was being computed or written. Where the system can exchange two
     names atomically (Linux, macOS) the file displaced by the swap is checked afterwards
     and put back when it is not the one checked, so an editor's save is never lost;
     elsewhere the check runs right before the rename.
     """
     before = os.lstat(path)
+    if not before.st_mode & stat.S_IWUSR:  # its owner made it read-only: no swap undoes that
+        raise PermissionError(errno.EACCES, "read-only file; left as is", str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".anchor-ls-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

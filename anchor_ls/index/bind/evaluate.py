@@ -441,7 +441,7 @@ def _alias(db: BinderState, ann: Expr, ctx: Ctx, hops: int) -> tuple[str, str, E
         modules = [
             v for v in eval(db, ann[1], Ctx(ctx.path, ctx.scope, None)) if isinstance(v, Module)
         ]
-        if len(modules) != 1:
+        if len(modules) != 1 or modules[0].path not in db.summaries:  # a namespace folder
             return None
         ctx, name = Ctx(modules[0].path, 0, None), ann[2]
     else:
