@@ -660,3 +660,22 @@ def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
     assert again.returncode == 0, again.stderr
     assert f"{len(tasks) - len(done)} ok, 0 failed, {len(done)} skipped" in again.stdout
     assert set(last_status(out).values()) <= {"ok", "skipped"}
+
+
+def test_a_chain_interrupted_as_it_starts_leaves_no_scratch_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker stopped between making its scratch tree and starting the chain (Ctrl-C
+    reaching a pool worker as it takes its next chain) removes the tree: it was made
+    before the code that removes it ran, and a test of Ctrl-C found it left now and then."""
+    from anchor_ls.batch import chain as chainlib
+
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(chainlib, "_Step", interrupted)
+    work = tmp_path / "work"
+    settings = chainlib.Settings(out=str(tmp_path / "out"), work=str(work))
+    with pytest.raises(KeyboardInterrupt):
+        list(chainlib.run_chain(chainlib.Chain("repo", ()), settings))
+    assert list(work.iterdir()) == []

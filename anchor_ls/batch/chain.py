@@ -334,9 +334,11 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
     worker = f"{socket.gethostname()}:{os.getpid()}"
     if settings.work:
         Path(settings.work).mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="anchor-ls-batch-", dir=settings.work))
-    step = _Step(settings, scratch)
-    try:
+    scratch: Path | None = None
+    step: _Step | None = None
+    try:  # made inside: an interrupt right after the scratch tree is made still removes it
+        scratch = Path(tempfile.mkdtemp(prefix="anchor-ls-batch-", dir=settings.work))
+        step = _Step(settings, scratch)
         bad, ready = _ordered(chain)
         for result in bad:
             yield {**result, "worker": worker}
@@ -350,9 +352,11 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
                 step.reset()
             yield {**result, "worker": worker, "worker_peak_mb": _peak_mb()}
     finally:
-        with contextlib.suppress(Exception):
-            step.reset()
-        shutil.rmtree(scratch, ignore_errors=True)
+        if step is not None:
+            with contextlib.suppress(Exception):
+                step.reset()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _peak_mb() -> int:
