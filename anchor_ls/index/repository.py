@@ -605,6 +605,7 @@ class Index(Invalidation):
             if data is not None and summary is not None and not summary.problems:
                 self._interface_items_of(summary)  # what the edit compares with, found now
                 self._reparser.hold(relpath, data, summary, self.binder.bodies(relpath))
+            self._graph.read_missed_names()  # what a new definition's name is looked up in
 
     def reload_file(self, relpath: str) -> set[str]:
         """Re-read one file from disk (a removal when it is gone)."""
