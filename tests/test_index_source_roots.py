@@ -282,3 +282,14 @@ def test_a_root_file_added_or_removed_in_an_index_is_a_fresh_build(repo: Path, m
     again = Index(repo, use_cache=False, workers=1)
     again.build()
     assert calls_of(live) == calls_of(again) == with_marker
+
+
+def test_the_standard_library_modules_are_those_of_every_python_anchor_ls_runs_on() -> None:
+    """A folder named like a module Python 3.13 removed (`cgi/`) must be no namespace
+    package under 3.11 and a package under 3.13: the graph is the files' alone."""
+    from anchor_ls.index.modules import STDLIB_MODULES, stdlib_modules
+
+    gone = {"cgi", "distutils", "telnetlib", "asyncore", "lib2to3"}
+    on_313 = stdlib_modules(frozenset(sys.stdlib_module_names) - gone)
+    assert on_313 == STDLIB_MODULES
+    assert gone <= on_313

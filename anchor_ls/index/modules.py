@@ -8,6 +8,27 @@ from collections.abc import Iterable
 
 from anchor_ls.index.roots import contains, stated_by_files, states_a_root
 
+# Top-level modules of the standard library that Python 3.12 and 3.13 removed.
+_REMOVED = frozenset(
+    {
+        *("asynchat", "asyncore", "distutils", "imp", "smtpd"),
+        *("aifc", "audioop", "cgi", "cgitb", "chunk", "crypt", "imghdr", "lib2to3"),
+        *("mailcap", "msilib", "nis", "nntplib", "ossaudiodev", "pipes", "sndhdr", "spwd"),
+        *("sunau", "telnetlib", "uu", "xdrlib"),
+    }
+)
+
+
+def stdlib_modules(running: Iterable[str]) -> frozenset[str]:
+    """The standard library's top-level modules on every Python anchor-ls runs on (3.11
+    on), from those of the one running (sys.stdlib_module_names): the graph must not
+    depend on which interpreter runs the index (a folder `cgi/` is no namespace package
+    on any of them)."""
+    return frozenset(running) | _REMOVED
+
+
+STDLIB_MODULES = stdlib_modules(sys.stdlib_module_names)
+
 
 class ModuleTable:
     """The repository's Python files as importable modules.
@@ -107,7 +128,7 @@ class ModuleTable:
             namespace = namespace or found
         # Python makes a namespace package of a folder only when no root holds a module or
         # package of that name, and the standard library always holds its own (`logging`).
-        if namespace is not None and parts[0] in sys.stdlib_module_names:
+        if namespace is not None and parts[0] in STDLIB_MODULES:
             return None
         return namespace
 
