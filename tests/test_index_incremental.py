@@ -485,6 +485,25 @@ def test_a_class_back_in_place_links_calls_through_a_value_another_module_types(
     assert index.graph.to_json() == fresh_json(root)
 
 
+def test_a_class_attribute_changed_reaches_the_importers_of_its_class(tmp_path: Path) -> None:
+    """`Foo.x = B()` where it was `A()`: use.py imports Foo, not x, and reads Foo.x: it
+    is resolved again, as every importer of a name whose class changed inside."""
+    root = tmp_path / "r"
+    root.mkdir()
+    go = "    def go(self):\n        pass\n"
+    (root / "other.py").write_text(f"class A:\n{go}\n\nclass B:\n{go}", encoding="utf-8")
+    (root / "lib.py").write_text("from other import A, B\n\n\nclass Foo:\n    x = A()\n", "utf-8")
+    (root / "use.py").write_text("from lib import Foo\n\n\ndef run():\n    Foo.x.go()\n", "utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    assert index.graph.out(CALLS, "use.py:run") == ["other.py:A.go"]
+    new = "from other import A, B\n\n\nclass Foo:\n    x = B()\n"
+    index.update_file("lib.py", new)
+    (root / "lib.py").write_text(new, encoding="utf-8")
+    assert index.graph.out(CALLS, "use.py:run") == ["other.py:B.go"]
+    assert index.graph.to_json() == fresh_json(root)
+
+
 def test_an_inserted_definition_resolves_again_only_the_files_that_name_it(
     tmp_path: Path,
 ) -> None:

@@ -160,7 +160,7 @@ class Invalidation:
             interface_changed, names = self._interface_change(old, summary, walked, replaced)
         dependents = set()
         if old is not None and interface_changed:
-            changed = frozenset(n.decode() for n in names) if names is not None else None
+            changed = _owners({n.decode() for n in names}, old, summary) if names else None
             dependents = self._dependents(rel, _defined(summary) - _defined(old), changed)
         if old is None:
             dependents = self._all_importers_of_new(rel)
@@ -558,6 +558,22 @@ class Invalidation:
                     out.add(path)
                     break
         return out
+
+
+def _owners(names: set[str], *summaries: FileSummary) -> frozenset[str]:
+    """The module-level names an importer takes to see a change of names: each name, and
+    the top-level class of a method, class attribute or `self.name` so named (Foo for
+    `Foo.x = B()`: `from lib import Foo` then `Foo.x.go()`)."""
+    out = set(names)
+    for summary in summaries:
+        for scope in summary.scopes[1:]:
+            top = scope.qualname.partition(".")[0]
+            inner = {scope.name} | {a for _o, a, _v, _l in scope.attr_assigns}
+            if scope.kind == "class":
+                inner.update(b.name for b in scope.bindings)
+            if not inner.isdisjoint(names):
+                out.add(top)
+    return frozenset(out)
 
 
 def _defined(summary: FileSummary) -> set[str]:
