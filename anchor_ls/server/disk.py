@@ -154,10 +154,15 @@ def _watch_tree(folder: Folder) -> Watcher | None:
     watcher = Watcher.open(str(folder.root))
     if watcher is None:
         return None
+    return watcher if watcher.watch(_folders(folder.root, _exclude(folder))) else None
+
+
+def _folders(root: Path, exclude: tuple[str, ...]) -> dict[str, int]:
+    """The folders a build of root walks (relpaths; '' is root), as python_files finds them."""
     walked: dict[str, int] = {}
-    for _ in python_files(folder.root, _exclude(folder), walked):
+    for _ in python_files(root, exclude, walked):
         pass
-    return watcher if watcher.watch(walked) else None
+    return walked
 
 
 def _exclude(folder: Folder) -> tuple[str, ...]:
@@ -181,9 +186,7 @@ def _events_of(folder: Folder, watcher: Watcher, changes: Changes) -> list[Event
         index = folder.index
         if index is not None and not index.is_indexable(f"{rel}/__init__.py"):
             continue  # a folder no build walks (the cache, a venv being made)
-        walked: dict[str, int] = {}
-        for _ in python_files(path, _exclude(folder), walked):
-            pass
+        walked = _folders(path, _exclude(folder))
         watcher.watch(f"{rel}/{sub}" if sub else rel for sub in walked)
         events.append((_uri(path), types.FileChangeType.Created))
     if changes.lost:
