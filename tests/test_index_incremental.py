@@ -944,3 +944,67 @@ def test_an_edit_whose_rounds_do_not_settle_resolves_every_file_again(tmp_path: 
 
     edit(idx, "top.py", lambda s: s.replace("return 2", "return 3"))  # settles
     assert idx.stats().resolved_afresh == 1
+
+
+FILLED_REGISTRY = {
+    "kinds.py": "class IntConv:\n    def to_python(self, v):\n        return int(v)\n",
+    "conv.py": (
+        "REG = {}\n\n\ndef register(c, name):\n    REG[name] = c()\n\n\n"
+        "def convert(name, v):\n    return REG[name].to_python(v)\n"
+    ),
+    "app.py": (
+        "from conv import REG, register\nfrom kinds import IntConv\n\n"
+        'register(IntConv, "int")\n\n\ndef use():\n    return REG["int"].to_python("1")\n'
+    ),
+}
+
+
+def test_readers_of_a_registry_a_function_fills_see_what_its_arguments_put_there(
+    tmp_path: Path,
+) -> None:
+    """`REG[name] = c()` in register: REG holds what register is passed, which a build
+    learns a round after it first read REG. The readers of REG (in its module and in the
+    modules importing it) are read again once it holds more, as the readers of a
+    parameter are, so a fresh build sees what an edit sees (Django's
+    REGISTERED_CONVERTERS: tests/urlpatterns/tests.py's `.pop` was unresolved in a fresh
+    build and not after an edit of that file)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    for rel, text in FILLED_REGISTRY.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    to_python = "kinds.py:IntConv.to_python"
+    assert index.graph.out(CALLS, "app.py:use") == [to_python]
+    assert index.graph.out(CALLS, "conv.py:convert") == [to_python]
+    edited = FILLED_REGISTRY["app.py"].replace('to_python("1")', 'to_python("2")')
+    index.update_file("app.py", edited)
+    (root / "app.py").write_text(edited, encoding="utf-8")
+    assert index.graph.to_json() == fresh_json(root)
+
+
+def test_an_edit_that_fills_a_registry_reaches_its_readers_in_other_files(
+    tmp_path: Path,
+) -> None:
+    """An edit passes register a new class: REG holds its instances too, and reader.py,
+    which neither the edit nor register's file names, reads REG again."""
+    root = tmp_path / "r"
+    root.mkdir()
+    files = dict(FILLED_REGISTRY)
+    files["kinds.py"] += "\n\nclass FloatConv:\n    def to_python(self, v):\n        return float(v)\n"
+    files["reader.py"] = "from conv import REG\n\n\ndef read():\n    return REG['x'].to_python(3)\n"
+    for rel, text in files.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    assert index.graph.out(CALLS, "reader.py:read") == ["kinds.py:IntConv.to_python"]
+    edited = files["app.py"].replace("IntConv\n", "FloatConv, IntConv\n") + (
+        '\n\nregister(FloatConv, "float")\n'
+    )
+    index.update_file("app.py", edited)
+    (root / "app.py").write_text(edited, encoding="utf-8")
+    assert index.graph.out(CALLS, "reader.py:read") == [
+        "kinds.py:FloatConv.to_python",
+        "kinds.py:IntConv.to_python",
+    ]
+    assert index.graph.to_json() == fresh_json(root)

@@ -178,7 +178,7 @@ def test_a_worker_resolves_with_the_facts_it_was_taught(monkeypatch: pytest.Monk
         grown = set().union(*(binder.set_contribution(rel, c) for rel, c in passed))
         assert grown == {run, same}
         evaluated = rounds.learn(passed, grown)
-        assert binder.results_changed(grown, before, evaluated) == ({same}, {})
+        assert binder.results_changed(grown, before, evaluated) == ({same}, {}, set())
         todo = {"a_use.py": {0}, "b_lib.py": {1}}
         assert shares.split(todo, binder.summaries) == [{"a_use.py": {0}}, {"b_lib.py": {1}}]
         again = rounds.resolve(todo, facts)

@@ -195,11 +195,12 @@ def results_changed(
     fns: set[tuple[str, int]],
     before: dict[tuple[str, int], dict[str, set[Value]]],
     evaluated: Callable[[], dict | None] | None = None,
-) -> tuple[set[tuple[str, int]], dict[tuple[str, int], set[str]]]:
+) -> tuple[set[tuple[str, int]], dict[tuple[str, int], set[str]], set[tuple[str, str]]]:
     """Of fns (whose argument facts changed since `before`, a copy of param_facts),
     those whose callers read something new of them (what they return or yield, or
     the attributes a method sets on `self`: a constructor keeps its arguments), and
-    of those the methods whose attributes changed, with the names of those.
+    of those the methods whose attributes changed, with the names of those; and the
+    module names (path, name) that hold something else now (`REG[name] = c()` in one).
 
     Both sides are results(fns), from empty caches in one order, so a cycle cut short
     cuts both alike; evaluated gives the side before (a worker that still had those
@@ -216,6 +217,7 @@ def results_changed(
     db.forget_values()
     changed = {fn for fn in after if prior[fn] != after[fn]}
     storing: dict[tuple[str, int], set[str]] = {}
+    grown: set[tuple[str, str]] = set()
     for fn in changed:
         old, new = prior[fn][2], after[fn][2]
         if old != new:
@@ -223,7 +225,12 @@ def results_changed(
             if isinstance(old, tuple) and isinstance(new, tuple):  # else it failed
                 names = [n for n, a, b in zip(names, old, new, strict=True) if a != b]
             storing[fn] = set(names)
-    return changed, storing
+        old, new = prior[fn][3], after[fn][3]
+        if old != new:
+            held = dict(old) if isinstance(old, tuple) else {}
+            now = new if isinstance(new, tuple) else ((n, None) for n in held)
+            grown.update((fn[0], name) for name, values in now if held.get(name) != values)
+    return changed, storing, grown
 
 
 def results(db: BinderState, fns: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
@@ -237,13 +244,18 @@ def results(db: BinderState, fns: Iterable[tuple[str, int]]) -> dict[tuple[str, 
                 _with_bases(db, classes.stored_and_getters(db, cls, n)[0])
                 for n in _receiver_attrs(db, fn)
             )
+            grown = tuple(
+                (name, _with_bases(db, lookup.module_attr(db, fn[0], name)))
+                for name in lookup.module_names_grown(db, *fn)
+            )
             out[fn] = (
                 _with_bases(db, evaluate.returns(db, fn)),
                 _with_bases(db, evaluate.yields(db, fn)),
                 attrs,
+                grown,
             )
         except Exception:  # a binder bug (or a chain too deep) costs a wider round only
-            out[fn] = (EMPTY, EMPTY, object())  # unequal to the other side's: changed
+            out[fn] = (EMPTY, EMPTY, object(), object())  # unequal to the other side's
     return out
 
 

@@ -323,6 +323,17 @@ def _mutation_table(db: BinderState, path: str) -> dict[tuple[int, str], list]:
     return db.caches.mutations.ask(path, {}, _collect_mutations, db, path)
 
 
+def module_names_grown(db: BinderState, path: str, idx: int) -> list[str]:
+    """The names of path's module that scope idx or a scope inside it grows (`REG[k] = v`,
+    `REG.append(v)`): what they hold follows idx's parameters, and any file reads it."""
+    inside = set(nested(db, path, idx))
+    return sorted(
+        name
+        for (owner, name), found in _mutation_table(db, path).items()
+        if owner == 0 and any(scope_idx in inside for _added, scope_idx, _at, _r in found)
+    )
+
+
 def _star_lookup(db: BinderState, path: str, scope: Scope, name: str) -> Values:
     if name.startswith("_"):
         return EMPTY

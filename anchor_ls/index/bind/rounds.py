@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from anchor_ls.index.bind import lookup
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, moved
 from anchor_ls.index.shares import Shares, Todo
 from anchor_ls.index.state import FileFacts, Function
+from anchor_ls.syntax.words import may_mention
 
 MAX_ROUNDS = 4  # argument facts flow one call deeper per round
 
@@ -41,8 +43,10 @@ def resolve_all(
         if not grown or round_ == MAX_ROUNDS - 1:
             break
         evaluated = rounds.learn(passed, grown)
-        returning, storing = binder.results_changed(grown, before, evaluated)
+        returning, storing, filled = binder.results_changed(grown, before, evaluated)
         by_file = _scopes_by_file(binder, facts, grown, returning, storing)
+        for rel, scopes in _reading_names(binder, filled).items():
+            by_file.setdefault(rel, set()).update(scopes)
         todo = dict(sorted(by_file.items()))
         binder.forget_values()  # every share starts from empty caches
 
@@ -103,6 +107,9 @@ def reresolve(
             grown |= changed
             after_file(rel)
         redo = {fn[0] for fn in grown}
+        # the module names those functions fill (a registry) may hold something else too
+        filled = {(fn[0], name) for fn in grown | binder.shrunk for name in _fills(binder, fn)}
+        redo.update(_reading_names(binder, filled))
         if binder.shrunk:  # facts went away: re-derive what flowed from them
             redo |= binder.retract(set(binder.shrunk))
         elif grown or drifted:  # values read the argument facts before
@@ -136,6 +143,24 @@ def _scopes_by_file(
             if not wanted.isdisjoint(targets):
                 out.setdefault(rel, set()).add(idx)
     return out
+
+
+def _reading_names(binder: Binder, filled: set[tuple[str, str]]) -> dict[str, range]:
+    """Every scope of the files that may read the module names filled, which hold more
+    now (a registry a function fills with what it is passed: `REG[name] = c()`); any
+    module can import them, or a module that re-exports them."""
+    out: dict[str, range] = {}
+    if not filled:
+        return out
+    wanted = {(path, name.encode()) for path, name in filled}
+    for rel, summary in binder.summaries.items():
+        if any(rel == path or may_mention(summary.words, name) for path, name in wanted):
+            out[rel] = range(len(summary.scopes))
+    return out
+
+
+def _fills(binder: Binder, fn: tuple[str, int]) -> list[str]:
+    return lookup.module_names_grown(binder, *fn) if fn[0] in binder.summaries else []
 
 
 def _differing(before: dict, after: dict) -> set[tuple[str, int]]:
