@@ -991,7 +991,9 @@ def test_an_edit_that_fills_a_registry_reaches_its_readers_in_other_files(
     root = tmp_path / "r"
     root.mkdir()
     files = dict(FILLED_REGISTRY)
-    files["kinds.py"] += "\n\nclass FloatConv:\n    def to_python(self, v):\n        return float(v)\n"
+    files["kinds.py"] += (
+        "\n\nclass FloatConv:\n    def to_python(self, v):\n        return float(v)\n"
+    )
     files["reader.py"] = "from conv import REG\n\n\ndef read():\n    return REG['x'].to_python(3)\n"
     for rel, text in files.items():
         (root / rel).write_text(text, encoding="utf-8")
