@@ -145,18 +145,44 @@ def _scopes_by_file(
     return out
 
 
-def _reading_names(binder: Binder, filled: set[tuple[str, str]]) -> dict[str, range]:
-    """Every scope of the files that may read the module names filled, which hold more
-    now (a registry a function fills with what it is passed: `REG[name] = c()`); any
-    module can import them, or a module that re-exports them."""
-    out: dict[str, range] = {}
+def _reading_names(binder: Binder, filled: set[tuple[str, str]]) -> dict[str, set[int]]:
+    """The scopes that read the module names filled, which hold more now (a registry a
+    function fills with what it is passed: `REG[name] = c()`): in their module, and in
+    any module that may import them (or a module that re-exports them)."""
+    out: dict[str, set[int]] = {}
     if not filled:
         return out
-    wanted = {(path, name.encode()) for path, name in filled}
+    names = {name for _path, name in filled}
+    paths = {path for path, _name in filled}
     for rel, summary in binder.summaries.items():
-        if any(rel == path or may_mention(summary.words, name) for path, name in wanted):
-            out[rel] = range(len(summary.scopes))
+        wanted = {
+            n
+            for n in names
+            if rel in paths or (summary.words and may_mention(summary.words, n.encode()))
+        }
+        if wanted:
+            bodies = binder.bodies(rel)
+            readers = {
+                idx
+                for idx, scope in enumerate(summary.scopes)
+                if _mentions(
+                    (bodies[idx], scope.bindings, scope.return_values, scope.yields), wanted
+                )
+            }
+            if readers:
+                out[rel] = readers
     return out
+
+
+def _mentions(value: object, names: set[str]) -> bool:
+    """Whether a name of names is read anywhere in value (expressions, or sequences of them)."""
+    if isinstance(value, tuple):
+        if len(value) == 2 and value[0] == "n" and value[1] in names:
+            return True
+        return any(_mentions(item, names) for item in value if isinstance(item, tuple | list))
+    if isinstance(value, list):
+        return any(_mentions(item, names) for item in value)
+    return False
 
 
 def _fills(binder: Binder, fn: tuple[str, int]) -> list[str]:
