@@ -54,9 +54,21 @@ def _has_python(root: Path, exclude: Sequence[str]) -> bool:
     return any(isinstance(item, str) for item in python_files(root, exclude_patterns(exclude)))
 
 
+# Every index a command opened, closed when it returns (main): an open SQLite connection at
+# exit left the cache's -wal and -shm files beside it; closing the last one checkpoints
+# the log into the .sqlite3 file and removes them.
+_opened: list[Index] = []
+
+
+def _close_indexes() -> None:
+    while _opened:
+        _opened.pop().close()
+
+
 def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) -> Index:
     """The index of the folder at path, built with a progress bar on a terminal. A folder
-    without Python files is indexed without a cache: nothing is written for it."""
+    without Python files is indexed without a cache: nothing is written for it. main
+    closes it when the command is done."""
     root = _folder(path)
     exclude = tuple(args.exclude or ())
     use_cache = _has_python(root, exclude)
@@ -73,6 +85,7 @@ def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) ->
             source_roots=args.source_root or (),
             python=args.python,
         )
+        _opened.append(index)
         with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
             index.build(progress=step)
     except EnvironmentProblem as err:  # --python names no usable interpreter
@@ -505,6 +518,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    finally:
+        _close_indexes()
 
 
 if __name__ == "__main__":

@@ -317,3 +317,42 @@ def test_a_folder_without_python_files_is_warned_about_and_gets_no_cache(
     indexed = run(user_cache, "index", str(source))
     assert "no Python files here" in indexed.stderr
     assert tree(source) == before and not user_cache.exists()
+
+
+def _sqlite_leftovers(*folders: Path) -> list[str]:
+    """SQLite's write-ahead log and shared-memory files (and rollback journals) left in folders."""
+    return sorted(
+        str(p)
+        for folder in folders
+        if folder.exists()
+        for p in folder.rglob("*")
+        if p.name.endswith(("-wal", "-shm", "-journal"))
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["index", "REPO"],
+        ["graph", "REPO", "--json"],
+        ["check", "REPO"],
+        ["callers", "checkout", "REPO"],
+        ["callers", "no_such_name_anywhere", "REPO"],  # exit 1: the answer is an error
+        ["find", "Order", "REPO"],
+        ["outline", "pkg/service.py", "REPO"],
+        ["tag", "REPO", "--in-place"],
+        ["tag", "REPO", "--out", "SNAP"],
+    ],
+)
+def test_a_command_leaves_only_the_sqlite_files_behind(
+    repo: Path, tmp_path: Path, user_cache: Path, command: list[str]
+) -> None:
+    # connections left open at exit kept index.sqlite3-wal and -shm beside the cache (and
+    # beside libraries.sqlite3 in the user cache): a closed, checkpointed cache is one file
+    places = {"REPO": str(repo), "SNAP": str(tmp_path / "snap")}
+    done = run(user_cache, *(places.get(a, a) for a in command))
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr
+    caches = [p for p in (repo / ".anchor-ls", user_cache) if p.exists()]
+    assert any(p.name.endswith(".sqlite3") for c in caches for p in c.rglob("*"))
+    assert _sqlite_leftovers(*caches) == []
