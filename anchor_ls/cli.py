@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -118,7 +119,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         data["policy"] = policy
         data["python"] = python  # null: the environment anchor-ls runs in
         data["external_entities"] = reached
-        print(json.dumps(data, indent=2, sort_keys=True))
+        _print_json(data, sort_keys=True)
         return 0
     kinds = (*STRUCTURAL_KINDS[:2], OVERRIDES, *STRUCTURAL_KINDS[2:])
     edges = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in kinds)
@@ -160,12 +161,12 @@ def _answer(args: argparse.Namespace, tool: str, ask: Callable[[Queries], dict])
         answer = ask(Queries(index))
     except QueryError as err:
         if args.json:
-            print(json.dumps(err.as_dict(), indent=2, ensure_ascii=False))
+            _print_json(err.as_dict())
         else:
             print(f"anchor-ls: {error_text(err.as_dict())}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        _print_json(answer)
     else:
         print(as_text(tool, answer))
     return 0
@@ -510,7 +511,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _escape_what_cannot_print() -> None:
+    """Print every name, path and source line whatever the streams' encoding: what the
+    encoding lacks (non-ASCII under PYTHONIOENCODING=ascii or a C locale, the undecodable
+    bytes of a file name) is written as a backslash escape, never a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed or odd stream
+                reconfigure(errors="backslashreplace")
+
+
+def _print_json(data: object, sort_keys: bool = False) -> None:
+    """data as JSON on stdout: its text as it is where stdout can encode it, else \\u
+    escapes (still valid JSON; a backslash escape of the stream would not be)."""
+    text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=False)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=True)
+    print(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _escape_what_cannot_print()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

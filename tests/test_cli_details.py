@@ -356,3 +356,89 @@ def test_a_command_leaves_only_the_sqlite_files_behind(
     caches = [p for p in (repo / ".anchor-ls", user_cache) if p.exists()]
     assert any(p.name.endswith(".sqlite3") for c in caches for p in c.rglob("*"))
     assert _sqlite_leftovers(*caches) == []
+
+
+UNICODE_FILES = {
+    "pkgé/__init__.py": "",
+    "pkgé/mödule.py": (
+        '"""Ünïcode module."""\n\n\n'
+        "def grüß(x):\n    return x  # ☃\n\n\n"
+        'def caller_ß():\n    grüß("naïve ☃")\n\n\n'
+        "class Klaß:\n    def méthode(self):\n        return caller_ß()\n\n\n"
+        "class Kind(Klaß):\n    def méthode(self):\n        return 1\n"
+    ),
+    "tests/test_ü.py": (
+        "from pkgé.mödule import grüß\n\n\ndef test_grüß():\n    assert grüß('é') == 'é'\n"
+    ),
+}
+
+
+@pytest.fixture
+def unicode_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "répo"
+    for rel, text in UNICODE_FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["index", "REPO"],
+        ["callers", "grüß", "REPO"],
+        ["callers", "grüß", "REPO", "--maybe", "--depth", "2"],
+        ["callees", "caller_ß", "REPO"],
+        ["find", "grüß", "REPO"],
+        ["find", "é", "REPO"],
+        ["impact", "grüß", "REPO"],
+        ["hierarchy", "Klaß", "REPO"],
+        ["hierarchy", "Klaß.méthode", "REPO"],
+        ["outline", "pkgé/mödule.py", "REPO"],
+        ["related-tests", "grüß", "REPO"],
+        ["callers", "grü", "REPO"],  # an error naming the nearest names
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_ascii_only_stdout_gets_escapes_never_a_traceback(
+    unicode_repo: Path, user_cache: Path, command: list[str], as_json: bool
+) -> None:
+    # PYTHONIOENCODING=ascii (a C locale, a pipe into an old tool) made every print of a
+    # non-ASCII name, path or source line raise UnicodeEncodeError
+    args = [str(unicode_repo) if a == "REPO" else a for a in command]
+    if as_json:
+        args.append("--json")
+    done = subprocess.run(
+        [sys.executable, "-m", "anchor_ls", *args],
+        capture_output=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(user_cache), "PYTHONIOENCODING": "ascii"},
+        timeout=300,
+    )
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert done.returncode == (1 if command[1] == "grü" else 0), done.stderr.decode()
+    out = done.stdout.decode("ascii")  # nothing but ASCII reached the stream
+    if as_json:
+        answer = json.dumps(json.loads(out), ensure_ascii=False)  # valid JSON: \u escapes
+        assert command[0] == "index" or "ü" in answer or "é" in answer  # the names intact
+    elif command[0] != "index" and command[1] != "grü":
+        assert "\\xfc" in out or "\\xe9" in out or "\\xdf" in out  # grü, é, ß escaped
+
+
+def test_check_and_tag_print_non_ascii_paths_on_an_ascii_stdout(
+    unicode_repo: Path, user_cache: Path
+) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(user_cache), "PYTHONIOENCODING": "ascii"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "anchor_ls", *args], capture_output=True, env=env, timeout=300
+        )
+
+    tagged = cli("tag", str(unicode_repo), "--in-place")
+    assert tagged.returncode == 0 and b"Traceback" not in tagged.stderr, tagged.stderr.decode()
+    module = unicode_repo / "pkgé" / "mödule.py"
+    module.write_text(module.read_text("utf-8") + "\n\ndef more():\n    grüß(1)\n", "utf-8")
+    checked = cli("check", str(unicode_repo))
+    assert b"Traceback" not in checked.stderr, checked.stderr.decode()
+    assert checked.returncode == 1
+    assert "pkg\\xe9/m\\xf6dule.py" in checked.stdout.decode("ascii")
