@@ -442,3 +442,32 @@ def test_check_and_tag_print_non_ascii_paths_on_an_ascii_stdout(
     assert b"Traceback" not in checked.stderr, checked.stderr.decode()
     assert checked.returncode == 1
     assert "pkg\\xe9/m\\xf6dule.py" in checked.stdout.decode("ascii")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # an encoding whose lines do not read on their own as ASCII-compatible text
+        b"# -*- coding: utf-7 -*-\n# === CodeAnchor m.py:f\n# CALLS: :g\n# ===\n"
+        b"def f():\n    g()\n\n\ndef g():\n    pass\n",
+        # an f-string that does not close where Python 3.12 would close it
+        b"# === CodeAnchor m.py:f\n# CALLS: :g\n# ===\ndef f():\n    g()\n\n\n"
+        b"def g():\n    return f'{\"a\nb\"}'\n",
+    ],
+    ids=["utf-7", "f-string"],
+)
+def test_check_exits_2_for_a_file_it_cannot_read_as_tagged_text(
+    tmp_path: Path, user_cache: Path, source: bytes
+) -> None:
+    # it exited 1, as for stale tags: but its tags were never read, stale or not
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "m.py").write_bytes(source)
+    (root / "ok.py").write_bytes(b"def h():\n    pass\n")
+    done = run(user_cache, "check", str(root))
+    assert done.returncode == 2, done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("m.py: not checked: cannot tell where its strings are (")
+    assert lines[0].endswith("; its tags are not read")
+    assert lines[-1].startswith("check: 0 of 2 files stale, 1 problems")
+    assert (root / "m.py").read_bytes() == source
