@@ -66,17 +66,22 @@ def _close_indexes() -> None:
         _opened.pop().close()
 
 
+def _worth_a_cache(root: Path, path: str, exclude: Sequence[str], what: str) -> bool:
+    """Whether the folder holds Python files; a warning when it holds none (its index then
+    gets no cache: nothing is written for it, in it or in the user cache)."""
+    if _has_python(root, exclude):
+        return True
+    print(f"anchor-ls: warning: {path}: no Python files here; {what}", file=sys.stderr)
+    return False
+
+
 def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) -> Index:
     """The index of the folder at path, built with a progress bar on a terminal. A folder
     without Python files is indexed without a cache: nothing is written for it. main
     closes it when the command is done."""
     root = _folder(path)
     exclude = tuple(args.exclude or ())
-    use_cache = _has_python(root, exclude)
-    if not use_cache:
-        print(
-            f"anchor-ls: warning: {path}: no Python files here; nothing to index", file=sys.stderr
-        )
+    use_cache = _worth_a_cache(root, path, exclude, "nothing to index")
     try:
         index = Index(
             root,
@@ -218,11 +223,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from anchor_ls.agent.mcp_server import serve
 
     root = _folder(args.path)
+    exclude = tuple(args.exclude or ())
+    # files an agent adds later are indexed all the same, in memory
+    use_cache = _worth_a_cache(root, args.path, exclude, "serving without a cache")
     try:
         return serve(
             root,
             cache_dir=args.cache,
-            exclude=tuple(args.exclude or ()),
+            use_cache=use_cache,
+            exclude=exclude,
             max_items=args.max_items,
             source_roots=tuple(args.source_root or ()),
             python=args.python,
