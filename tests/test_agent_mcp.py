@@ -128,8 +128,8 @@ async def test_find_symbol_ranks_exact_then_suffix_then_substring(
         found = await client.ask("find_symbol", query="Charge")
         assert [(m["id"], m["match"]) for m in found["matches"]] == [
             (f"{P}:Charge", "exact"),
+            (f"{P}:Charge.total", "substring"),  # the shorter qualified name first
             (f"{P}:Charge.__init__", "substring"),
-            (f"{P}:Charge.total", "substring"),
             (f"{T}:test_charge_total", "substring (any case)"),
         ]
         assert found["matches"][0] == {
@@ -141,7 +141,7 @@ async def test_find_symbol_ranks_exact_then_suffix_then_substring(
             "signature": "class Charge",
         }
         methods = await client.ask("find_symbol", query="handle", kind="method", limit=2)
-        assert ids(methods["matches"]) == [f"{H}:Audited.handle", f"{H}:CardHandler.handle"]
+        assert ids(methods["matches"]) == [f"{H}:Audited.handle", f"{H}:Handler.handle"]
         assert (methods["total"], methods["omitted"]) == (5, 3)  # + Handler.save: "handlers.py"
         init = await client.ask("find_symbol", query="Charge.__init__")
         assert init["matches"][0]["signature"] == (
