@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -54,16 +55,33 @@ def _has_python(root: Path, exclude: Sequence[str]) -> bool:
     return any(isinstance(item, str) for item in python_files(root, exclude_patterns(exclude)))
 
 
+# Every index a command opened, closed when it returns (main): an open SQLite connection at
+# exit left the cache's -wal and -shm files beside it; closing the last one checkpoints
+# the log into the .sqlite3 file and removes them.
+_opened: list[Index] = []
+
+
+def _close_indexes() -> None:
+    while _opened:
+        _opened.pop().close()
+
+
+def _worth_a_cache(root: Path, path: str, exclude: Sequence[str], what: str) -> bool:
+    """Whether the folder holds Python files; a warning when it holds none (its index then
+    gets no cache: nothing is written for it, in it or in the user cache)."""
+    if _has_python(root, exclude):
+        return True
+    print(f"anchor-ls: warning: {path}: no Python files here; {what}", file=sys.stderr)
+    return False
+
+
 def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) -> Index:
     """The index of the folder at path, built with a progress bar on a terminal. A folder
-    without Python files is indexed without a cache: nothing is written for it."""
+    without Python files is indexed without a cache: nothing is written for it. main
+    closes it when the command is done."""
     root = _folder(path)
     exclude = tuple(args.exclude or ())
-    use_cache = _has_python(root, exclude)
-    if not use_cache:
-        print(
-            f"anchor-ls: warning: {path}: no Python files here; nothing to index", file=sys.stderr
-        )
+    use_cache = _worth_a_cache(root, path, exclude, "nothing to index")
     try:
         index = Index(
             root,
@@ -73,6 +91,7 @@ def _index_for(args: argparse.Namespace, path: str, cache: str | None = None) ->
             source_roots=args.source_root or (),
             python=args.python,
         )
+        _opened.append(index)
         with progress("indexing", quiet=getattr(args, "quiet", True)) as step:
             index.build(progress=step)
     except EnvironmentProblem as err:  # --python names no usable interpreter
@@ -105,7 +124,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         data["policy"] = policy
         data["python"] = python  # null: the environment anchor-ls runs in
         data["external_entities"] = reached
-        print(json.dumps(data, indent=2, sort_keys=True))
+        _print_json(data, sort_keys=True)
         return 0
     kinds = (*STRUCTURAL_KINDS[:2], OVERRIDES, *STRUCTURAL_KINDS[2:])
     edges = ", ".join(f"{stats.edges.get(k, 0)} {k}" for k in kinds)
@@ -147,12 +166,12 @@ def _answer(args: argparse.Namespace, tool: str, ask: Callable[[Queries], dict])
         answer = ask(Queries(index))
     except QueryError as err:
         if args.json:
-            print(json.dumps(err.as_dict(), indent=2, ensure_ascii=False))
+            _print_json(err.as_dict())
         else:
             print(f"anchor-ls: {error_text(err.as_dict())}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        _print_json(answer)
     else:
         print(as_text(tool, answer))
     return 0
@@ -204,11 +223,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from anchor_ls.agent.mcp_server import serve
 
     root = _folder(args.path)
+    exclude = tuple(args.exclude or ())
+    # files an agent adds later are indexed all the same, in memory
+    use_cache = _worth_a_cache(root, args.path, exclude, "serving without a cache")
     try:
         return serve(
             root,
             cache_dir=args.cache,
-            exclude=tuple(args.exclude or ()),
+            use_cache=use_cache,
+            exclude=exclude,
             max_items=args.max_items,
             source_roots=tuple(args.source_root or ()),
             python=args.python,
@@ -497,7 +520,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _escape_what_cannot_print() -> None:
+    """Print every name, path and source line whatever the streams' encoding: what the
+    encoding lacks (non-ASCII under PYTHONIOENCODING=ascii or a C locale, the undecodable
+    bytes of a file name) is written as a backslash escape, never a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed or odd stream
+                reconfigure(errors="backslashreplace")
+
+
+def _print_json(data: object, sort_keys: bool = False) -> None:
+    """data as JSON on stdout: its text as it is where stdout can encode it, else \\u
+    escapes (still valid JSON; a backslash escape of the stream would not be)."""
+    text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=False)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=True)
+    print(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _escape_what_cannot_print()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
@@ -505,6 +551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    finally:
+        _close_indexes()
 
 
 if __name__ == "__main__":

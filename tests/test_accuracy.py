@@ -34,6 +34,7 @@ REQUIRED_CASES = [
     "mro_multiple",
     "attr_from_constructor",
     "properties",
+    "property_accessors",
     "dataclasses",
     "local_alias",
     "param_annotation",

@@ -128,8 +128,8 @@ async def test_find_symbol_ranks_exact_then_suffix_then_substring(
         found = await client.ask("find_symbol", query="Charge")
         assert [(m["id"], m["match"]) for m in found["matches"]] == [
             (f"{P}:Charge", "exact"),
+            (f"{P}:Charge.total", "substring"),  # the shorter qualified name first
             (f"{P}:Charge.__init__", "substring"),
-            (f"{P}:Charge.total", "substring"),
             (f"{T}:test_charge_total", "substring (any case)"),
         ]
         assert found["matches"][0] == {
@@ -141,7 +141,7 @@ async def test_find_symbol_ranks_exact_then_suffix_then_substring(
             "signature": "class Charge",
         }
         methods = await client.ask("find_symbol", query="handle", kind="method", limit=2)
-        assert ids(methods["matches"]) == [f"{H}:Audited.handle", f"{H}:CardHandler.handle"]
+        assert ids(methods["matches"]) == [f"{H}:Audited.handle", f"{H}:Handler.handle"]
         assert (methods["total"], methods["omitted"]) == (5, 3)  # + Handler.save: "handlers.py"
         init = await client.ask("find_symbol", query="Charge.__init__")
         assert init["matches"][0]["signature"] == (
@@ -547,6 +547,11 @@ async def test_the_server_writes_nothing_into_the_repository_but_its_cache(
     assert [p for p in after if p not in before and p.parts[0] != ".anchor-ls"] == []
     assert (shop / ".anchor-ls" / "index.sqlite3").is_file()
     assert list((tmp_path / "elsewhere").iterdir()) == []
+    # closed at the end of the session: no -wal or -shm beside the cache
+    assert sorted(p.name for p in (shop / ".anchor-ls").iterdir()) == [
+        ".gitignore",
+        "index.sqlite3",
+    ]
 
 
 # The CLI prints the tool's object with --json: (CLI arguments, tool, tool arguments).
@@ -647,3 +652,38 @@ async def test_callers_and_callees_on_the_example_are_its_hand_written_calls(
             want_out = {d for s, d in calls if s == target}
             extra_out = {d for s, d in allowed if s == target}
             assert want_out <= got_out <= want_out | extra_out, target
+
+
+async def test_a_folder_without_python_files_gets_a_warning_and_no_cache_folder(
+    tmp_path: Path,
+) -> None:
+    # the server made .anchor-ls (and a cache key in the user cache) where the CLI warns
+    # and writes nothing
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "README.txt").write_text("no code here\n")
+    user_cache = tmp_path / "user-cache"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-P", "-m", "anchor_ls", "mcp", str(root)],
+        cwd=elsewhere,
+        env={**os.environ, "XDG_CACHE_HOME": str(user_cache)},
+    )
+    with open(tmp_path / "stderr.txt", "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            client = Agent(session)
+            assert (await client.ask("stats"))["files"] == 0
+            # a file an agent writes later is still found (indexed, not cached)
+            (root / "first.py").write_text("def first():\n    pass\n")
+            found = await client.ask("find_symbol", query="first")
+            assert "first.py:first" in ids(found["matches"])
+    said = (tmp_path / "stderr.txt").read_text()
+    assert f"anchor-ls: warning: {root}: no Python files here" in said
+    assert sorted(p.name for p in root.iterdir()) == ["README.txt", "first.py"]
+    assert not user_cache.exists()

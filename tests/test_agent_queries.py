@@ -390,3 +390,45 @@ def test_the_tags_of_a_library_definition_are_none(tmp_path: Path) -> None:
     answer = q.tags("ext:functools.wraps")
     assert answer["text"] == ""
     assert answer["note"] == "outside the repository: tag writes no block there"
+
+
+def test_find_symbol_orders_ties_production_first_then_shorter_names_then_path(
+    tmp_path: Path,
+) -> None:
+    # ties of one match kind were ordered by id: tests/, examples/ and a nested class's
+    # method came before the library's own `save` whenever their path sorted first
+    save = "def save():\n    pass\n"
+    q = queries(
+        tmp_path,
+        {
+            "examples/__init__.py": "",
+            "examples/app.py": save,
+            "a_tests/__init__.py": "",
+            "a_tests/test_store.py": save,
+            "lib/__init__.py": "",
+            "lib/deep/__init__.py": "",
+            "lib/deep/store.py": save,
+            "lib/store.py": "class Store:\n    def save(self):\n        pass\n\n"
+            "    class Inner:\n        def save(self):\n            pass\n",
+            "lib/z.py": save + '\n\nif __name__ == "__main__":\n    class Demo:\n'
+            "        def save(self):\n            pass\n",
+            "lib/models.py": "class Model:\n    def save(self):\n        pass\n",
+        },
+    )
+    found = q.find_symbol("save")
+    assert [(m["id"], m["match"]) for m in found["matches"]] == [
+        ("lib/z.py:save", "exact"),  # production; the shortest qualified name; path
+        ("lib/deep/store.py:save", "exact"),
+        ("lib/models.py:Model.save", "exact"),
+        ("lib/store.py:Store.save", "exact"),
+        ("lib/store.py:Store.Inner.save", "exact"),
+        ("examples/app.py:save", "exact"),  # demo code
+        ("lib/z.py:Demo.save", "exact"),  # in a __main__ block: demo code too
+        ("a_tests/test_store.py:save", "exact"),  # tests last
+    ]
+    marks = {m["id"]: (m.get("demo", False), m.get("test", False)) for m in found["matches"]}
+    assert marks["examples/app.py:save"] == (True, False)
+    assert marks["a_tests/test_store.py:save"] == (False, True)
+    assert marks["lib/z.py:save"] == (False, False)
+    capped = q.find_symbol("save", limit=3)
+    assert [m["id"] for m in capped["matches"]] == [m["id"] for m in found["matches"][:3]]

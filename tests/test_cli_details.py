@@ -317,3 +317,157 @@ def test_a_folder_without_python_files_is_warned_about_and_gets_no_cache(
     indexed = run(user_cache, "index", str(source))
     assert "no Python files here" in indexed.stderr
     assert tree(source) == before and not user_cache.exists()
+
+
+def _sqlite_leftovers(*folders: Path) -> list[str]:
+    """SQLite's write-ahead log and shared-memory files (and rollback journals) left in folders."""
+    return sorted(
+        str(p)
+        for folder in folders
+        if folder.exists()
+        for p in folder.rglob("*")
+        if p.name.endswith(("-wal", "-shm", "-journal"))
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["index", "REPO"],
+        ["graph", "REPO", "--json"],
+        ["check", "REPO"],
+        ["callers", "checkout", "REPO"],
+        ["callers", "no_such_name_anywhere", "REPO"],  # exit 1: the answer is an error
+        ["find", "Order", "REPO"],
+        ["outline", "pkg/service.py", "REPO"],
+        ["tag", "REPO", "--in-place"],
+        ["tag", "REPO", "--out", "SNAP"],
+    ],
+)
+def test_a_command_leaves_only_the_sqlite_files_behind(
+    repo: Path, tmp_path: Path, user_cache: Path, command: list[str]
+) -> None:
+    # connections left open at exit kept index.sqlite3-wal and -shm beside the cache (and
+    # beside libraries.sqlite3 in the user cache): a closed, checkpointed cache is one file
+    places = {"REPO": str(repo), "SNAP": str(tmp_path / "snap")}
+    done = run(user_cache, *(places.get(a, a) for a in command))
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr
+    caches = [p for p in (repo / ".anchor-ls", user_cache) if p.exists()]
+    assert any(p.name.endswith(".sqlite3") for c in caches for p in c.rglob("*"))
+    assert _sqlite_leftovers(*caches) == []
+
+
+UNICODE_FILES = {
+    "pkgé/__init__.py": "",
+    "pkgé/mödule.py": (
+        '"""Ünïcode module."""\n\n\n'
+        "def grüß(x):\n    return x  # ☃\n\n\n"
+        'def caller_ß():\n    grüß("naïve ☃")\n\n\n'
+        "class Klaß:\n    def méthode(self):\n        return caller_ß()\n\n\n"
+        "class Kind(Klaß):\n    def méthode(self):\n        return 1\n"
+    ),
+    "tests/test_ü.py": (
+        "from pkgé.mödule import grüß\n\n\ndef test_grüß():\n    assert grüß('é') == 'é'\n"
+    ),
+}
+
+
+@pytest.fixture
+def unicode_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "répo"
+    for rel, text in UNICODE_FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["index", "REPO"],
+        ["callers", "grüß", "REPO"],
+        ["callers", "grüß", "REPO", "--maybe", "--depth", "2"],
+        ["callees", "caller_ß", "REPO"],
+        ["find", "grüß", "REPO"],
+        ["find", "é", "REPO"],
+        ["impact", "grüß", "REPO"],
+        ["hierarchy", "Klaß", "REPO"],
+        ["hierarchy", "Klaß.méthode", "REPO"],
+        ["outline", "pkgé/mödule.py", "REPO"],
+        ["related-tests", "grüß", "REPO"],
+        ["callers", "grü", "REPO"],  # an error naming the nearest names
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_ascii_only_stdout_gets_escapes_never_a_traceback(
+    unicode_repo: Path, user_cache: Path, command: list[str], as_json: bool
+) -> None:
+    # PYTHONIOENCODING=ascii (a C locale, a pipe into an old tool) made every print of a
+    # non-ASCII name, path or source line raise UnicodeEncodeError
+    args = [str(unicode_repo) if a == "REPO" else a for a in command]
+    if as_json:
+        args.append("--json")
+    done = subprocess.run(
+        [sys.executable, "-m", "anchor_ls", *args],
+        capture_output=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(user_cache), "PYTHONIOENCODING": "ascii"},
+        timeout=300,
+    )
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert done.returncode == (1 if command[1] == "grü" else 0), done.stderr.decode()
+    out = done.stdout.decode("ascii")  # nothing but ASCII reached the stream
+    if as_json:
+        answer = json.dumps(json.loads(out), ensure_ascii=False)  # valid JSON: \u escapes
+        assert command[0] == "index" or "ü" in answer or "é" in answer  # the names intact
+    elif command[0] != "index" and command[1] != "grü":
+        assert "\\xfc" in out or "\\xe9" in out or "\\xdf" in out  # grü, é, ß escaped
+
+
+def test_check_and_tag_print_non_ascii_paths_on_an_ascii_stdout(
+    unicode_repo: Path, user_cache: Path
+) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(user_cache), "PYTHONIOENCODING": "ascii"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "anchor_ls", *args], capture_output=True, env=env, timeout=300
+        )
+
+    tagged = cli("tag", str(unicode_repo), "--in-place")
+    assert tagged.returncode == 0 and b"Traceback" not in tagged.stderr, tagged.stderr.decode()
+    module = unicode_repo / "pkgé" / "mödule.py"
+    module.write_text(module.read_text("utf-8") + "\n\ndef more():\n    grüß(1)\n", "utf-8")
+    checked = cli("check", str(unicode_repo))
+    assert b"Traceback" not in checked.stderr, checked.stderr.decode()
+    assert checked.returncode == 1
+    assert "pkg\\xe9/m\\xf6dule.py" in checked.stdout.decode("ascii")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # an encoding whose lines do not read on their own as ASCII-compatible text
+        b"# -*- coding: utf-7 -*-\n# === CodeAnchor m.py:f\n# CALLS: :g\n# ===\n"
+        b"def f():\n    g()\n\n\ndef g():\n    pass\n",
+        # an f-string that does not close where Python 3.12 would close it
+        b"# === CodeAnchor m.py:f\n# CALLS: :g\n# ===\ndef f():\n    g()\n\n\n"
+        b"def g():\n    return f'{\"a\nb\"}'\n",
+    ],
+    ids=["utf-7", "f-string"],
+)
+def test_check_exits_2_for_a_file_it_cannot_read_as_tagged_text(
+    tmp_path: Path, user_cache: Path, source: bytes
+) -> None:
+    # it exited 1, as for stale tags: but its tags were never read, stale or not
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "m.py").write_bytes(source)
+    (root / "ok.py").write_bytes(b"def h():\n    pass\n")
+    done = run(user_cache, "check", str(root))
+    assert done.returncode == 2, done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("m.py: not checked: cannot tell where its strings are (")
+    assert lines[0].endswith("; its tags are not read")
+    assert lines[-1].startswith("check: 0 of 2 files stale, 1 problems")
+    assert (root / "m.py").read_bytes() == source

@@ -1010,3 +1010,38 @@ def test_an_edit_that_fills_a_registry_reaches_its_readers_in_other_files(
         "kinds.py:IntConv.to_python",
     ]
     assert index.graph.to_json() == fresh_json(root)
+
+
+def test_a_setter_or_deleter_added_or_removed_links_the_writes_of_other_files(
+    tmp_path: Path,
+) -> None:
+    """`g.level = 5` in use.py calls Gauge.level once lib.py gives the property a setter,
+    `del g.level` once it gives it a deleter, and neither once they are gone; after each
+    edit the graph is a fresh build's."""
+    root = tmp_path / "r"
+    root.mkdir()
+    getter = "class Gauge:\n    @property\n    def level(self):\n        return 1\n"
+    setter = "\n    @level.setter\n    def level(self, value):\n        pass\n"
+    deleter = "\n    @level.deleter\n    def level(self):\n        pass\n"
+    use = (
+        "from lib import Gauge\n\n\n"
+        "def write(g: Gauge):\n    g.level = 5\n\n\n"
+        "def delete(g: Gauge):\n    del g.level\n"
+    )
+    (root / "lib.py").write_text(getter, encoding="utf-8")
+    (root / "use.py").write_text(use, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    level = "lib.py:Gauge.level"
+    steps = [
+        (getter + setter, True, False),
+        (getter + setter + deleter, True, True),
+        (getter + deleter, False, True),
+        (getter, False, False),
+    ]
+    for text, written, deleted in steps:
+        (root / "lib.py").write_text(text, encoding="utf-8")
+        index.update_file("lib.py", text)
+        assert (level in index.graph.out(CALLS, "use.py:write")) is written, text
+        assert (level in index.graph.out(CALLS, "use.py:delete")) is deleted, text
+        assert index.graph.to_json() == fresh_json(root), text

@@ -93,3 +93,37 @@ def test_a_read_only_file_is_left_as_it_is_and_reported(tmp_path: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == "0o444"
     assert report.problems == ["m.py: not written: read-only file; left as is"]
     assert report.exit_code == 1
+
+
+def test_a_hard_linked_file_is_left_as_it_is_and_reported_by_strip_and_tag(
+    tmp_path: Path,
+) -> None:
+    # the swap puts a new inode under one name: the file's other names kept the old text
+    # (an untagged twin of a tagged file, or tags that strip never removed from the other)
+    from anchor_ls.index import Index
+    from anchor_ls.tags.apply import tag_tree_in_place
+    from anchor_ls.tags.policy import resolve_policy
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    path = root / "m.py"
+    path.write_bytes(NEW)
+    twin = tmp_path / "twin.py"
+    os.link(path, twin)
+    message = "m.py: not written: it has 2 hard links (a rewrite would split them); left as is"
+    report = strip_tree(root)
+    assert report.problems == [message]
+    assert report.changed == []
+    assert report.exit_code == 1
+    assert path.read_bytes() == twin.read_bytes() == NEW
+    assert path.stat().st_ino == twin.stat().st_ino
+
+    path.write_bytes(OLD + b"\ndef g():\n    f()\n")
+    index = Index(root, cache_dir=tmp_path / "cache")
+    index.build()
+    report = tag_tree_in_place(index, resolve_policy("topo", 0, 8))
+    assert report.problems == [message]
+    assert report.changed == []
+    assert twin.read_bytes() == OLD + b"\ndef g():\n    f()\n"
+    assert path.stat().st_ino == twin.stat().st_ino
+    assert _leftovers(root) == []

@@ -79,7 +79,8 @@ def test_a_file_whose_strings_cannot_be_placed_is_refused(encoding: str, source:
     assert "cannot tell where its strings are" in result.damaged[0][1]
     tagged = materialize(data, {4: BLOCK}, {4: "f"}, path=PATH)
     assert tagged.text == data and tagged.problems
-    assert check(data, {}, {}, path=PATH)[0][0] == 0
+    with pytest.raises(SourceError):  # not stale: unread (check exits 2 for it)
+        check(data, {}, {}, path=PATH)
 
 
 def test_escapes_that_open_a_string_are_read_as_python_reads_them() -> None:

@@ -102,3 +102,49 @@ def test_agent_answers_rank_like_tags_and_count_by_role(index: Index) -> None:
     assert f"# CALLED_BY: {', '.join(PRODUCTION[:MAX_ITEMS])}, [+4 more]" in tags
     impact = queries.impact("emit", depth=1)
     assert [i["id"] for i in impact["affected"]] == RANKED
+
+
+DEMO_FOLDERS = [
+    "tutorial",
+    "tutorials",
+    "demo",
+    "demos",
+    "sample",
+    "samples",
+    "example",
+    "examples",
+    "doc",
+    "docs",
+    "pkg/tutorial",
+]
+
+
+def test_tutorial_sample_and_demo_folders_rank_as_demo_code(tmp_path: Path) -> None:
+    # DRF's sdist ships tutorial/quickstart/views.py: its calls ranked as production code
+    # and took CALLED_BY slots from the library's own callers
+    from anchor_ls.tags.rank import DEMO as DEMO_ROLE
+    from anchor_ls.tags.rank import PRODUCTION as PRODUCTION_ROLE
+    from anchor_ls.tags.rank import ranked, role
+
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "core.py").write_text("def hub():\n    pass\n")
+    callers = {"pkg/zz_use.py": "pkg/zz_use.py:use"}
+    for folder in [*DEMO_FOLDERS, "exampleapp", "samplers", "pkg/tutorials_index"]:
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        rel = f"{folder}/a_views.py"
+        callers[rel] = f"{rel}:use"
+    for rel in callers:
+        (root / rel).write_text("from pkg.core import hub\n\n\ndef use():\n    hub()\n")
+    index = Index(root, cache_dir=tmp_path / "cache")
+    index.build()
+    graph = index.graph
+    found = set(graph.into("calls", "pkg/core.py:hub"))
+    assert found == set(callers.values())
+    demo = {f"{folder}/a_views.py:use" for folder in DEMO_FOLDERS}
+    for caller in found:
+        expected = DEMO_ROLE if caller in demo else PRODUCTION_ROLE
+        assert role(graph, caller) == expected, caller
+    order = ranked(graph, found)
+    assert set(order[: len(found) - len(demo)]) == found - demo  # production first

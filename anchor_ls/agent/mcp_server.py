@@ -172,14 +172,21 @@ def serve(
     *,
     cache_dir: str | None,
     exclude: tuple[str, ...],
+    use_cache: bool = True,
     max_items: int,
     source_roots: tuple[str, ...] = (),
     python: str | None = None,
 ) -> int:
     """Serve one repository over stdio until the client closes the connection; python: the
-    interpreter of the repository's environment (None: anchor-ls's own)."""
+    interpreter of the repository's environment (None: anchor-ls's own); use_cache=False
+    (a folder without Python files): the index is kept in memory only."""
     index = Index(
-        root, cache_dir=cache_dir, exclude=exclude, source_roots=source_roots, python=python
+        root,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        exclude=exclude,
+        source_roots=source_roots,
+        python=python,
     )
     try:  # an interpreter that cannot be used stops the server before a client connects
         log.info("libraries from %s", index.environment.python or "anchor-ls's environment")

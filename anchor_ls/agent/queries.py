@@ -60,7 +60,7 @@ from anchor_ls.tags.policy import (
     resolve_policy,
     tags_file,
 )
-from anchor_ls.tags.rank import DEMO, TESTS, rank_key, role
+from anchor_ls.tags.rank import DEMO, ROLE_NAMES, TESTS, rank_key, role
 from anchor_ls.tags.render import block_lines, field_line
 
 MAX_SITES = 3  # call-site lines shown per caller or callee (the rest are counted)
@@ -348,7 +348,8 @@ class Queries:
 
     def find_symbol(self, query: str, kind: str | None = None, limit: int = 20) -> dict[str, Any]:
         """Definitions matching `query`: exact (id, qualified name or name), then id
-        suffix, then substring (case-sensitive before case-insensitive)."""
+        suffix, then substring (case-sensitive before case-insensitive); ties as
+        `_tie_key` orders them, so `limit` keeps the library's own definitions."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query must be a non-empty string")
         if kind is not None and kind not in ENTITY_KINDS:
@@ -359,7 +360,7 @@ class Queries:
         mark = 0 if low.startswith(EXTERNAL_PREFIX) else len(EXTERNAL_PREFIX)
         graph = self.graph
         with self._pinned(graph):
-            ranked: list[tuple[int, str]] = []
+            ranked: list[tuple[int, tuple, str]] = []
             for lowered, ident in self._lowered_ids():
                 cut = mark if ident.startswith(EXTERNAL_PREFIX) else 0
                 named = ident[cut:]
@@ -376,17 +377,27 @@ class Queries:
                     rank = 2
                 else:
                     rank = 3
-                ranked.append((rank, ident))
+                ranked.append((rank, self._tie_key(ent), ident))
             ranked.sort()
             shown, more = _capped(ranked, limit)
             matches = []
-            for rank, ident in shown:
+            for rank, _tie, ident in shown:
                 ent = graph.entities[ident]
-                item = self._brief(ent)
+                item = self._marked(ent)
                 item["match"] = ("exact", "suffix", "substring", "substring (any case)")[rank]
                 item["signature"] = self.signature(ent)
                 matches.append(item)
         return {"query": q, "kind": kind, "matches": matches, "total": len(ranked), "omitted": more}
+
+    def _tie_key(self, ent: Entity) -> tuple[int, int, int, int, str]:
+        """The order of find_symbol's matches of one kind: the repository's production
+        code, then its demo code, then tests, then library definitions; then the
+        shallowest and shortest qualified name (`save` before `Model.save` before
+        `Store.Inner.save`: a module before what it holds); then the path nearest the
+        root, and the path itself."""
+        place = len(ROLE_NAMES) if is_external(ent.id) else role(self.graph, ent.id)
+        qualname = ent.qualname
+        return (place, qualname.count("."), len(qualname), ent.path.count("/"), ent.path)
 
     # ----- source text --------------------------------------------------------
     def _source_lines(self, relpath: str) -> list[str]:

@@ -114,7 +114,7 @@ def _shape(scope: Scope, body: Body, line: int, delta: int) -> tuple:
     calls, attr_reads, uses = body
     return (
         [(c.func, c.args, c.kwargs, moved(c.span, line, delta), c.blocks, c.kind) for c in calls],
-        [(expr, moved(span, line, delta), blocks) for expr, span, _pos, blocks in attr_reads],
+        [(expr, moved(span, line, delta), blocks, k) for expr, span, _pos, blocks, k in attr_reads],
         [(t, expr, moved(span, line, delta), blocks) for t, expr, span, _pos, blocks in uses],
         [(b.name, b.value, b.blocks) for b in scope.bindings],
         [(name, added, replaces) for name, added, _pos, replaces in scope.mutations],

@@ -31,7 +31,7 @@ from anchor_ls.index.state import (
 )
 from anchor_ls.index.testcode import is_test_path
 from anchor_ls.syntax.parse import is_constant_name
-from anchor_ls.syntax.summary import CallSite
+from anchor_ls.syntax.summary import ATTR_READ, CallSite
 
 _ENV_MAPPINGS = frozenset({"os.environ", "os.environb"})
 _ENV_CALLS = frozenset(
@@ -284,7 +284,9 @@ def resolve_attribute_reads(
 ) -> None:
     """`config.TIMEOUT` (a module constant) and `settings.DEBUG` (a setting)."""
     local = db.scope(path, idx).kind != "module"
-    for expr, span, pos, blocks in attr_reads:
+    for expr, span, pos, blocks, kind in attr_reads:
+        if kind != ATTR_READ:  # `settings.X = v` sets, `del config.X` drops: neither reads
+            continue
         name = expr[2]
         constant = is_constant_name(name)
         base = expr[1]

@@ -16,7 +16,7 @@ VIA_DOCS: dict[str, str] = {
     "constructor": "A class called: the class itself, its `__init__`, `__new__` and "
     "metaclass `__call__`.",
     "decorator": "A decorator applied to a definition.",
-    "property": "A property read, which runs its getter.",
+    "property": "A property read, assigned or deleted, which runs its getter, setter or deleter.",
     "attribute": "A method or callable attribute of a receiver whose type is declared or "
     "inferred where it is bound (`x = Order()`, `x: Order`, `self.repo.save()`).",
     "implicit": "A call Python makes without call syntax: the protocol methods of "

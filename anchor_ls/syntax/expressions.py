@@ -8,6 +8,7 @@ import sys
 from tree_sitter import Node
 
 from anchor_ls.syntax.summary import (
+    ATTR_READ,
     UNKNOWN,
     AnySlice,
     AttrAssign,
@@ -164,6 +165,13 @@ class ExpressionWalker:
                 kind = "a" + kind
             self.add_call(value, (), (), node, node.start_byte, kind)
 
+    def attr_access(self, value: Expr, attr: Node, node: Node, kind: str) -> None:
+        """`obj.name` (value) read, assigned or deleted: a property's getter, setter or
+        deleter runs there."""
+        self.scope.attr_reads.append(
+            AttrRead(value, node_span(attr), node.start_byte, self.blocks, kind)
+        )
+
     def expr(self, node: Node | None, read: bool = True) -> Expr:
         """Convert an expression, recording the calls and attribute reads inside it."""
         if node is None:
@@ -190,9 +198,7 @@ class ExpressionWalker:
                 return UNKNOWN
             value = Attribute("a", base, sys.intern(self.text(attr)))
             if read:
-                self.scope.attr_reads.append(
-                    AttrRead(value, node_span(attr), node.start_byte, self.blocks)
-                )
+                self.attr_access(value, attr, node, ATTR_READ)
             return value
         if t == "call":
             return self.call(node)

@@ -511,7 +511,7 @@ def _moved(
         CallSite(c.func, c.args, c.kwargs, span(c.span), pos(c.pos), c.blocks, c.kind)
         for c in calls
     ]
-    new.attr_reads = [AttrRead(e, span(s), pos(p), b) for e, s, p, b in attr_reads]
+    new.attr_reads = [AttrRead(e, span(s), pos(p), b, k) for e, s, p, b, k in attr_reads]
     new.uses = [Use(t, e, span(s), pos(p), b) for t, e, s, p, b in uses]
     new.bindings = tuple(Binding(b.name, b.value, pos(b.pos), b.blocks) for b in scope.bindings)
     new.attr_assigns = tuple(AttrAssign(o, a, v, pos(p)) for o, a, v, p in scope.attr_assigns)

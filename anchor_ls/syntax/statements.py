@@ -3,6 +3,8 @@ blocks (branches, loops) that decide which binding a use sees."""
 
 from __future__ import annotations
 
+import sys
+
 from tree_sitter import Node
 
 from anchor_ls.syntax.expressions import (
@@ -14,8 +16,11 @@ from anchor_ls.syntax.expressions import (
     node_span,
 )
 from anchor_ls.syntax.summary import (
+    ATTR_DELETE,
+    ATTR_WRITE,
     UNKNOWN,
     AttrAssign,
+    Attribute,
     Caught,
     DecoratorsFrom,
     Definition,
@@ -38,6 +43,8 @@ from anchor_ls.syntax.summary import (
 )
 
 _TYPE_FACTORIES = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType"})
+# What `del` takes apart: `del a.x, b.y`, `del (a.x)`, `del [a.x, b.y]`
+_DELETE_GROUPS = frozenset({"expression_list", "tuple", "list", "parenthesized_expression"})
 _TARGET_SEQUENCES = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"})
 
 
@@ -47,6 +54,8 @@ def _is_type_variable(value: Expr) -> bool:
 
 class Walker(ExpressionWalker):
     """One walk over a tree (or some of its statements) into the scopes of a summary."""
+
+    stores = True  # the targets being walked get a value (not `obj.x: int` alone)
 
     def in_block(self, node: Node | None, blocks: tuple[int, ...] | None = None) -> None:
         if node is None:
@@ -397,6 +406,7 @@ class Walker(ExpressionWalker):
                 else InstanceOf("an", ann)
             )
         if left is not None:
+            stores, self.stores = self.stores, right is not None  # `obj.x: int` stores nothing
             if left.type == "identifier" and self.cur == 0:
                 name = self.text(left)
                 if name == "__all__":
@@ -408,6 +418,7 @@ class Walker(ExpressionWalker):
                         )
                     )
             self.target(left, value, pos)
+            self.stores = stores
         return value
 
     def named_lambda(self, node: Node, name: str) -> Expr:
@@ -435,7 +446,24 @@ class Walker(ExpressionWalker):
             name = self.text(left)
             self.bind(name, Either("or", (Name("n", name), right)), node.end_byte)
         elif left is not None:
-            self.expr(left)
+            value = self.expr(left)
+            attr = left.child_by_field_name("attribute") if left.type == "attribute" else None
+            if attr is not None and value[0] == "a":  # `obj.p += 1` reads p, then assigns it
+                self.attr_access(value, attr, left, ATTR_WRITE)
+
+    def s_delete(self, node: Node) -> None:
+        """`del obj.p` runs a property's deleter; the other targets are walked as before
+        (their names and attributes read)."""
+        todo = list(reversed(node.named_children))
+        while todo:
+            child = todo.pop()
+            if child.type in _DELETE_GROUPS:
+                todo.extend(reversed(child.named_children))
+                continue
+            attr = child.child_by_field_name("attribute") if child.type == "attribute" else None
+            value = self.expr(child, read=attr is None)
+            if attr is not None and value[0] == "a":
+                self.attr_access(value, attr, child, ATTR_DELETE)
 
     def target(self, node: Node, value: Expr, pos: int) -> None:
         t = node.type
@@ -455,7 +483,10 @@ class Walker(ExpressionWalker):
             obj = self.expr(node.child_by_field_name("object"))
             attr = node.child_by_field_name("attribute")
             if attr is not None:
-                self.scope.attr_assigns.append(AttrAssign(obj, self.text(attr), value, pos))
+                name = sys.intern(self.text(attr))
+                self.scope.attr_assigns.append(AttrAssign(obj, name, value, pos))
+                if self.stores:
+                    self.attr_access(Attribute("a", obj, name), attr, node, ATTR_WRITE)
         elif t in _TARGET_SEQUENCES:
             items = node.named_children
             star = next(
@@ -527,6 +558,7 @@ _STATEMENTS = {
     "with_statement": Walker.s_with,
     "match_statement": Walker.s_match,
     "raise_statement": Walker.s_raise,
+    "delete_statement": Walker.s_delete,
     "return_statement": Walker.s_return,
     "global_statement": Walker.s_global,
     "nonlocal_statement": Walker.s_nonlocal,

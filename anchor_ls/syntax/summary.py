@@ -263,13 +263,19 @@ class Use(NamedTuple):
     blocks: tuple[int, ...]
 
 
+ATTR_READ, ATTR_WRITE, ATTR_DELETE = "r", "w", "d"
+
+
 class AttrRead(NamedTuple):
-    """An attribute read: a read of a property calls its getter."""
+    """An attribute read, assigned or deleted (kind ATTR_READ, ATTR_WRITE, ATTR_DELETE): on
+    a property each runs a function, its getter, setter or deleter. Only reads give
+    values (and dense facts)."""
 
     expr: Expr
     span: Span
     pos: int
     blocks: tuple[int, ...]
+    kind: str = ATTR_READ
 
 
 class AttrAssign(NamedTuple):

@@ -27,6 +27,7 @@ from anchor_ls.tags.files import (
 )
 from anchor_ls.tags.policy import ResolvedPolicy, block_fields, resolve_policy, tags_file
 from anchor_ls.tags.render import MARKER, block_lines
+from anchor_ls.tags.scan import SourceError
 
 TAGGED_KINDS = frozenset({"module", "class", "function", "method"})
 
@@ -168,7 +169,8 @@ def materialize_file(graph: Graph, relpath: str, source: bytes, policy: Resolved
 def check_file(
     graph: Graph, relpath: str, source: bytes, policy: ResolvedPolicy, require: bool = False
 ) -> list[tuple[int, str]]:
-    """Stale, malformed (and with require, missing) blocks of one file; [] when up to date."""
+    """Stale, malformed (and with require, missing) blocks of one file; [] when up to date.
+    Raises SourceError for a file whose tags cannot be read (see text.check)."""
     blocks, names = file_blocks(graph, relpath, policy)
     return text.check(source, blocks, names, require, path=relpath)
 
@@ -295,7 +297,13 @@ def check_tree(
         if data is None:
             continue
         report.files += 1
-        findings = check_file(index.graph, relpath, data, policy, require)
+        try:
+            findings = check_file(index.graph, relpath, data, policy, require)
+        except SourceError as err:  # not a verdict on its tags: check cannot vouch for it
+            why = f"cannot tell where its strings are ({err}); its tags are not read"
+            report.problem(relpath, 0, f"not checked: {why}")
+            report.unread.append(relpath)
+            continue
         for line, message in findings:
             report.problem(relpath, line, message)
         if findings:

@@ -2,7 +2,8 @@
 
 Exit codes: 0 done (check: up to date), 1 problems found (check: only stale or damaged
 blocks), 2 a refused run (bad output folder, bad policy or cap, missing path) or, for
-check, a file it could not read (an I/O error says nothing about the tags).
+check, a file it could not read, or not read as tagged text (an I/O error, an encoding
+like utf-7: that says nothing about the tags).
 """
 
 from __future__ import annotations

@@ -33,7 +33,10 @@ def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = 
     """Replace path's bytes by `data` via a temporary file and a swap, keeping mode bits.
 
     Raises PermissionError for a file without its owner's write bit (a rename could
-    replace it; an editor or a formatter would refuse), and ChangedOnDisk, and leaves the
+    replace it; an editor or a formatter would refuse), OSError(EMLINK) for a file with
+    more than one hard link (the swap would give this name a new inode and leave the other
+    names with the old text; writing into the shared inode instead is not atomic: an
+    interrupted write would lose the file under every name), and ChangedOnDisk, and leaves the
     file as it is, when it stopped holding `expected`
     while the new text was being computed or written. Where the system can exchange two
     names atomically (Linux, macOS) the file displaced by the swap is checked afterwards
@@ -43,6 +46,8 @@ def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = 
     before = os.lstat(path)
     if not before.st_mode & stat.S_IWUSR:  # its owner made it read-only: no swap undoes that
         raise PermissionError(errno.EACCES, "read-only file; left as is", str(path))
+    if before.st_nlink > 1:
+        raise OSError(errno.EMLINK, _hard_links(before.st_nlink), str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".anchor-ls-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -77,6 +82,10 @@ def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = 
         _exchange(tmp, path)
     os.unlink(tmp)
     raise ChangedOnDisk(str(path))
+
+
+def _hard_links(count: int) -> str:
+    return f"it has {count} hard links (a rewrite would split them); left as is"
 
 
 def _identity_of(path: Path) -> Identity:

@@ -8,7 +8,8 @@ The order is total and a function of the graph alone (the same under any hash se
 the same when `check` renders a block again):
 
 1. Role: production code, then demo code, then test code. Demo code shows a library in
-   use rather than being part of it: files under example(s)/, doc(s)/, demo(s)/ folders,
+   use rather than being part of it: files under example(s)/, doc(s)/, demo(s)/,
+   tutorial(s)/ and sample(s)/ folders,
    definitions inside a module's `if __name__ == "__main__":` block, and a module whose
    edge is made only inside such blocks (its module-level code is the caller).
 2. Fan-in, most first: how many definitions call the entry (a module: how many import

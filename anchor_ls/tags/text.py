@@ -75,6 +75,9 @@ class StripResult:
     text: bytes
     damaged: list[Note] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)  # the blocks removed, in file order
+    # why the file's strings cannot be told apart (its encoding, an f-string): no line of
+    # it was read as a tag; None when it was read
+    unreadable: str | None = None
     _ends: list[int] = field(default_factory=list, repr=False)
     _removed_before: list[int] = field(default_factory=list, repr=False)
 
@@ -304,7 +307,8 @@ def strip(source: bytes, path: str) -> StripResult:
     try:
         lay = layout(src)
     except SourceError as err:
-        return StripResult(source, [(0, f"left as is: cannot tell where its strings are ({err})")])
+        note = (0, f"left as is: cannot tell where its strings are ({err})")
+        return StripResult(source, [note], unreadable=str(err))
     blocks, damaged = find_blocks(src, lay, path)
     if not blocks:
         return StripResult(source, damaged)
@@ -508,15 +512,19 @@ def check(
 
     Damaged blocks are malformed; a present block that differs (or where none is due) is
     stale; with `require`, a definition due a block that has none is missing. An empty
-    list means the file is up to date.
+    list means the file is up to date. Raises SourceError for a file that holds tag lines
+    but whose strings cannot be told apart (its encoding, an f-string that would not
+    close): its blocks cannot be read at all, which says nothing of whether they are stale.
     """
     stripped = strip(source, path)
+    if stripped.unreadable is not None:
+        raise SourceError(stripped.unreadable)
     findings: list[Note] = list(stripped.damaged)
     try:
         plan = _plan(stripped.text, blocks, names, _translate(list(blocks), stripped), path)
-    except SourceError as err:
+    except SourceError:
         if stripped.blocks:
-            findings.append((0, f"cannot check tags: {err}"))
+            raise
         return findings
     # plan.problems (a block that can never be written) are not staleness: materialize reports them.
     src = split_lines(source)

@@ -18,6 +18,7 @@ from anchor_ls.index.bind.db import BinderState, ClassTables, Share
 from anchor_ls.index.bind.definitions import as_annotation, property_names_in
 from anchor_ls.index.bind.memo import guarded
 from anchor_ls.index.bind.values import cap, in_order, value_key
+from anchor_ls.index.decorators import decorator_name
 from anchor_ls.index.mro import Linearization, mro_of
 from anchor_ls.index.state import (
     CALLABLE,
@@ -228,6 +229,32 @@ def _storers_in_mro(db: BinderState, cls: tuple[str, int], name: str) -> list[tu
 def _is_property(db: BinderState, value: ScopeValue) -> bool:
     scope = db.scope(value.path, value.idx)
     return scope.kind == "function" and lookup.method_kind(db, value.path, value.idx) == "property"
+
+
+def property_accessors(
+    db: BinderState, cls: tuple[str, int], name: str, which: str
+) -> list[Function]:
+    """The setter (which="setter") or deleter ("deleter") that `instance.name = v` or
+    `del instance.name` runs on an instance of cls: that of the property cls's MRO finds
+    for name; none for a property without one (read-only: the assignment raises), a
+    cached_property (stored in the instance) or a plain attribute."""
+    _values, getters = stored_and_getters(db, cls, name)
+    out: list[Function] = []
+    for fn in getters:
+        scopes = db.summaries[fn.path].scopes
+        getter = scopes[fn.idx]
+        wanted = f"{getter.name}.{which}"
+        found = [
+            i
+            for i in lookup.children(db, fn.path)[getter.parent]
+            if i > fn.idx
+            and scopes[i].name == getter.name
+            and scopes[i].kind == "function"
+            and any(decorator_name(d) == wanted for d in scopes[i].decorators)
+        ]
+        if found:
+            out.append(Function(fn.path, found[-1]))
+    return out
 
 
 def _read_property(db: BinderState, fn: Function, ctx: Ctx | None) -> Values:

@@ -27,6 +27,7 @@ from anchor_ls.index.state import (
     renumbered,
     value_paths,
 )
+from anchor_ls.syntax.summary import ATTR_READ
 
 
 def scope_contributions(db: BinderState, paths: Iterable[str]) -> dict[str, dict[int, dict]]:
@@ -121,7 +122,7 @@ def _reads(db: BinderState, path: str, idx: int) -> frozenset[str]:
 
 def _reads_of(db: BinderState, path: str, idx: int) -> frozenset[str]:
     calls, attr_reads, _uses = db.bodies(path)[idx]
-    names = {read[0][2] for read in attr_reads}
+    names = {read[0][2] for read in attr_reads if read[4] == ATTR_READ}  # not the stores
     names.update(site.func[2] for site in calls if site.func[0] == "a")
     for param in db.summaries[path].scopes[idx].params:
         _attribute_names(param.default, names)

@@ -45,7 +45,14 @@ from anchor_ls.index.via import (
     SELF,
     SUPER,
 )
-from anchor_ls.syntax.summary import UNKNOWN, Binding, CallSite, Expr
+from anchor_ls.syntax.summary import (
+    ATTR_READ,
+    ATTR_WRITE,
+    UNKNOWN,
+    Binding,
+    CallSite,
+    Expr,
+)
 
 # Standard-library callers that call the functions handed to them: name -> keyword or None
 # for any positional argument.
@@ -180,9 +187,19 @@ def passed_now(db: BinderState, path: str, scopes: set[int]) -> dict:
 def _resolve_property_reads(
     db: BinderState, path: str, idx: int, attr_reads: Sequence[tuple], facts: FileFacts
 ) -> None:
+    """A property read, assigned or deleted runs its getter, setter or deleter: a call of
+    the property (its getter, setter and deleter are one entity)."""
     wanted = classes.property_names(db)
-    for expr, span, pos, blocks in attr_reads:
+    for expr, span, pos, blocks, kind in attr_reads:
         if expr[2] not in wanted:
+            continue
+        if kind != ATTR_READ:
+            which = "setter" if kind == ATTR_WRITE else "deleter"
+            owners = evaluate.eval(db, expr[1], Ctx(path, idx, pos, blocks))
+            for owner in in_order(owners):
+                if isinstance(owner, INSTANCES):  # on a class, `C.p = v` replaces p
+                    for fn in classes.property_accessors(db, owner.scope, expr[2], which):
+                        _add_call(facts, idx, "property", fn, span, PROPERTY)
             continue
         implicit: list[Function] = []
         ctx = Ctx(path, idx, pos, blocks, implicit)
