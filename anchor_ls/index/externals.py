@@ -109,6 +109,19 @@ class Outline(NamedTuple):
     scopes: tuple[OutlineScope, ...]
 
 
+class Learned(NamedTuple):
+    """What an Externals found out, to hand over to another of the same environment: the
+    prefetch process (index/prefetch.py) follows the names the build will, so the build
+    reads no outline and follows no name a second time."""
+
+    modules: dict[str, Module | None]
+    summaries: dict[str, Outline | None]
+    targets: dict[str, str | None]
+    defs: dict[str, Definition]
+    files: dict[str, tuple[int, int]]
+    unreadable: dict[str, str]
+
+
 class Externals:
     """What the names the binder leaves outside the repository are in one environment.
 
@@ -134,6 +147,19 @@ class Externals:
         # library files found but not read (gone, unreadable, refused): path -> why
         self.unreadable: dict[str, str] = {}
         self._extensions: dict[str, frozenset[str]] = {}  # folder -> its compiled modules
+
+    def learned(self) -> Learned:
+        return Learned(
+            self._modules, self._summaries, self._targets, self._defs, self.files, self.unreadable
+        )
+
+    def adopt(self, learned: Learned) -> None:
+        """Take what another Externals of this environment found; what this one found
+        itself stays."""
+        mine = self.learned()
+        for ours, theirs in zip(mine, learned, strict=True):
+            for key, value in theirs.items():
+                ours.setdefault(key, value)
 
     # ----- what the index asks ------------------------------------------------
     def installed(self, dotted: str) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import pickle
 from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
@@ -24,7 +25,7 @@ from multiprocessing.process import BaseProcess
 from typing import NamedTuple
 
 from anchor_ls.index.environment import Environment
-from anchor_ls.index.externals import Externals
+from anchor_ls.index.externals import Externals, Learned
 from anchor_ls.syntax.summary import Expr, FileSummary, scope_bodies
 
 __all__ = ["Prefetch", "imported_names", "prefetch_outlines"]
@@ -118,16 +119,20 @@ class Names(NamedTuple):
 
 
 def _run(environment: Environment, job: Names, report: Connection) -> None:
-    """In the prefetch process: parse, save in one transaction, say how many."""
+    """In the prefetch process: parse, save in one transaction, say how many and hand
+    over what was found (the outlines and the names followed: the build reads no
+    outline back from the cache, nor follows those names again)."""
     gc.disable()  # short-lived: outlines are acyclic
     externals = Externals(environment)
     parsed = 0
+    learned = None
     try:
         parsed = prefetch_outlines(externals, job.names())
+        learned = externals.learned()
     finally:
         externals.close()  # saves what was parsed
         with contextlib.suppress(OSError):
-            report.send(parsed)
+            report.send((parsed, learned))
             report.close()
 
 
@@ -143,6 +148,7 @@ class Prefetch:
         internal: set[str],
     ):
         self.parsed = 0
+        self.learned: Learned | None = None  # what the prefetch found, once waited for
         forked = context.get_start_method() == "fork"
         given = [] if forked else imported_names(summaries.values(), internal)
         job = Names(given, summaries if forked else None, internal)
@@ -160,15 +166,18 @@ class Prefetch:
         self._running: tuple[BaseProcess, Connection] | None = (process, receive)
 
     def wait(self) -> int:
-        """The outlines the prefetch parsed (if it failed, none: Externals reads them)."""
+        """The outlines the prefetch parsed (if it failed, none: Externals reads them);
+        what it found is in learned then."""
         running, self._running = self._running, None
         if running is None:
             return self.parsed
         process, receive = running
         try:
             if receive.poll(None):
-                self.parsed = int(receive.recv())
-        except (EOFError, OSError, ValueError, TypeError):
+                parsed, learned = receive.recv()
+                self.parsed = int(parsed)
+                self.learned = learned if isinstance(learned, Learned) else None
+        except (EOFError, OSError, ValueError, TypeError, pickle.UnpicklingError):
             pass
         finally:
             receive.close()

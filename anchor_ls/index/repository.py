@@ -492,6 +492,8 @@ class Index(Invalidation):
     def _await_prefetch(self) -> None:
         prefetch, self._prefetch = self._prefetch, None
         self._prefetched = prefetch.wait() if prefetch is not None else 0
+        if prefetch is not None and prefetch.learned is not None and self.externals is not None:
+            self.externals.adopt(prefetch.learned)
 
     def _note_libraries(self) -> None:
         """Library files found but not read: their definitions are left out, and said."""
