@@ -946,6 +946,16 @@ def test_an_edit_whose_rounds_do_not_settle_resolves_every_file_again(tmp_path: 
     assert idx.stats().resolved_afresh == 1
 
 
+def built(root: Path, files: dict[str, str]) -> Index:
+    """A built index of a folder holding files."""
+    root.mkdir()
+    for rel, text in files.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    index = Index(root, use_cache=False)
+    index.build()
+    return index
+
+
 FILLED_REGISTRY = {
     "kinds.py": "class IntConv:\n    def to_python(self, v):\n        return int(v)\n",
     "conv.py": (
@@ -968,12 +978,8 @@ def test_readers_of_a_registry_a_function_fills_see_what_its_arguments_put_there
     parameter are, so a fresh build sees what an edit sees (Django's
     REGISTERED_CONVERTERS: tests/urlpatterns/tests.py's `.pop` was unresolved in a fresh
     build and not after an edit of that file)."""
-    root = tmp_path / "r"
-    root.mkdir()
-    for rel, text in FILLED_REGISTRY.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    index = Index(root, use_cache=False)
-    index.build()
+    index = built(tmp_path / "r", FILLED_REGISTRY)
+    root = index.root
     to_python = "kinds.py:IntConv.to_python"
     assert index.graph.out(CALLS, "app.py:use") == [to_python]
     assert index.graph.out(CALLS, "conv.py:convert") == [to_python]
@@ -988,17 +994,13 @@ def test_an_edit_that_fills_a_registry_reaches_its_readers_in_other_files(
 ) -> None:
     """An edit passes register a new class: REG holds its instances too, and reader.py,
     which neither the edit nor register's file names, reads REG again."""
-    root = tmp_path / "r"
-    root.mkdir()
     files = dict(FILLED_REGISTRY)
     files["kinds.py"] += (
         "\n\nclass FloatConv:\n    def to_python(self, v):\n        return float(v)\n"
     )
     files["reader.py"] = "from conv import REG\n\n\ndef read():\n    return REG['x'].to_python(3)\n"
-    for rel, text in files.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    index = Index(root, use_cache=False)
-    index.build()
+    index = built(tmp_path / "r", files)
+    root = index.root
     assert index.graph.out(CALLS, "reader.py:read") == ["kinds.py:IntConv.to_python"]
     edited = files["app.py"].replace("IntConv\n", "FloatConv, IntConv\n") + (
         '\n\nregister(FloatConv, "float")\n'

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from test_index_incremental import all_sites, edit
+from test_index_incremental import all_sites, built, edit
 
 from anchor_ls.index import CALLS, REFERENCES, Index
 
@@ -85,12 +85,7 @@ def settles_both_ways(index: Index, rel: str, insert: Callable[[str], str]) -> N
 
 def indexed(tmp_path: Path, files: dict[str, str], edited: str) -> Index:
     """A built index of the files, with edited's tree kept as a server keeps it."""
-    root = tmp_path / "r"
-    root.mkdir()
-    for rel, text in files.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    index = Index(root, use_cache=False)
-    index.build()
+    index = built(tmp_path / "r", files)
     index.prepare_edits(edited)
     return index
 
