@@ -1047,3 +1047,37 @@ def test_a_setter_or_deleter_added_or_removed_links_the_writes_of_other_files(
         assert (level in index.graph.out(CALLS, "use.py:write")) is written, text
         assert (level in index.graph.out(CALLS, "use.py:delete")) is deleted, text
         assert index.graph.to_json() == fresh_json(root), text
+
+
+def test_many_files_changed_at_once_are_read_and_resolved_with_the_rest_again(
+    tmp_path: Path,
+) -> None:
+    """A checkout changes many files at once: they are read and parsed, and every file
+    resolved once, as a build does (one update each resolved their dependents again, 205 s
+    on Django's 38 files of 5.1 -> 5.1.1 against a build's 35 s). A file gone, a file
+    come, a file turned binary: as a build sees them."""
+    files = {f"m{i}.py": f"def f{i}():\n    pass\n" for i in range(6)}
+    files["use.py"] = "".join(f"from m{i} import f{i}\n" for i in range(6)) + (
+        "\n\ndef run():\n" + "".join(f"    f{i}()\n" for i in range(6))
+    )
+    index = built(tmp_path / "r", files)
+    root = index.root
+    assert len(index.graph.out(CALLS, "use.py:run")) == 6
+    for i in range(3):
+        (root / f"m{i}.py").write_text(f"def f{i}():\n    g()\n\n\ndef g():\n    pass\n", "utf-8")
+    (root / "m3.py").unlink()
+    (root / "m4.py").write_bytes(b"\x00\x01binary")
+    (root / "new.py").write_text("from m0 import g\n\n\ndef h():\n    g()\n", "utf-8")
+    afresh = index.stats().resolved_afresh
+    changed = index.reload_files(["m0.py", "m1.py", "m2.py", "m3.py", "m4.py", "new.py"])
+    assert {"m3.py", "new.py", "use.py"} <= changed
+    assert index.stats().resolved_afresh == afresh + 1
+    assert index.graph.out(CALLS, "new.py:h") == ["m0.py:g"]
+    assert "m3.py" not in index.graph.files() and "m3.py" not in index.problems
+    assert index.problems["m4.py"].kind == "binary"
+    assert index.graph.to_json() == fresh_json(root)
+    # a few files: an update each, no resolution of every file
+    (root / "m5.py").write_text("def f5():\n    return 5\n", encoding="utf-8")
+    index.reload_files(["m5.py"])
+    assert index.stats().resolved_afresh == afresh + 1
+    assert index.graph.to_json() == fresh_json(root)

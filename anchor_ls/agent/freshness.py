@@ -138,12 +138,11 @@ class Freshness:
             if self._seen.get(rel) == sig:
                 continue
             if not self._same_content(rel):
-                index.reload_file(rel)
                 changed.append(rel)
         for rel in sorted(set(self._seen) - set(now)):
             if index.content_hash(rel) is not None or rel in index.problems:
-                index.remove_file(rel)
-                changed.append(rel)
+                changed.append(rel)  # gone: reading it removes it
+        index.reload_files(changed)  # many at once (a checkout): one resolution of all
         self._seen = now
         self.updated = time.time()
         return sorted(changed)

@@ -7,7 +7,7 @@ import os
 import pickle
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -70,6 +70,10 @@ from anchor_ls.syntax.source import MAX_FILE_BYTES, UnreadableSource
 from anchor_ls.syntax.summary import FileSummary, pack_bodies
 
 __all__ = ["Index", "Problem", "Progress"]
+
+# When this many files or more change at once, every file is resolved again rather
+# than each changed one updated (Index.reload_files).
+AFRESH_MIN_FILES = 5
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
@@ -417,12 +421,13 @@ class Index(Invalidation):
         self._rebuild_graph()
         self._publish(rebuilt=True)
 
-    def _resolve_afresh(self) -> None:
+    def _resolve_afresh(self, summaries: dict[str, FileSummary] | None = None) -> None:
         """Resolve every file again as a build does, from the summaries held (none is read
-        or parsed again): an edit's rounds that do not settle leave other facts than a
-        build's (see rounds.reresolve). Readers see the graph before until this one is
-        published, as rebuilt; stats().resolved_afresh counts these."""
-        summaries = self.binder.summaries
+        or parsed again), or those given: an edit's rounds that do not settle leave other
+        facts than a build's (see rounds.reresolve). Readers see the graph before until
+        this one is published, as rebuilt; stats().resolved_afresh counts these."""
+        if summaries is None:
+            summaries = self.binder.summaries
         for summary in summaries.values():
             pack_bodies(summary)  # the file edited last may hold its bodies unpacked
         self.binder = Binder()
@@ -620,6 +625,70 @@ class Index(Invalidation):
                     del self.problems[relpath]
                 return self._published_after(self._remove(relpath), relpath)
             return self.update_file(relpath, data)
+
+    def reload_files(self, relpaths: Iterable[str]) -> set[str]:
+        """Re-read several files from disk at once (removals where they are gone); returns
+        the relpaths whose facts changed. Up to AFRESH_MIN_FILES - 1 take an update each;
+        more (a checkout, a pull) are read and parsed, then every file is resolved again
+        as a build does: each update resolves its dependents again, and on Django the 38
+        files of 5.1 -> 5.1.1 cost 205 s that way against 35 s for a build (6 files of
+        5.1.1 -> 5.1.2: 73 s against 29 s)."""
+        with self.lock:  # what is on disk as indexed (an event told twice) is left as it is
+            rels = [rel for rel in sorted(set(relpaths)) if not self._as_indexed(rel)]
+        if len(rels) < AFRESH_MIN_FILES:
+            changed: set[str] = set()
+            for rel in rels:
+                changed |= self.reload_file(rel)
+            return changed
+        with self.lock, gc_paused():
+            self._built = None
+            summaries = dict(self.binder.summaries)
+            jobs: list[tuple[str, bytes, int]] = []
+            for rel in rels:
+                self._reparser.forget(rel)
+                self._interface_memo.pop(rel, None)
+                self._import_memo.pop(rel, None)
+                summaries.pop(rel, None)
+                self._sources.pop(rel)
+                self._hashes.pop(rel, None)
+                self._ids.pop(rel, None)
+                self.problems.pop(rel, None)
+                data = self._read(rel) if self.is_indexable(rel) else None
+                gone = self.problems.get(rel)
+                if gone is not None and gone.kind == "vanished":  # deleted: not a problem
+                    del self.problems[rel]
+                if data is not None:
+                    jobs.append((rel, data, self.max_file_bytes))
+            rows: list[tuple[str, str, bytes]] = []
+            for rel, result in summarize_many(jobs, self.workers):
+                if isinstance(result, Problem):
+                    self.problems[rel] = result
+                    continue
+                summary = summaries[rel] = pickle.loads(result)
+                self._note_summary_problems(summary)
+                data = next(d for r, d, _ in jobs if r == rel)
+                self._sources.put(rel, data)
+                self._hashes[rel] = content_hash(data)
+                self._ids[rel] = factlib.scope_ids(summary)
+                rows.append((rel, self._hashes[rel], result))
+            cache = self._open_cache()
+            if cache is not None and rows:  # the next build parses none of them again
+                cache.store_summaries(rows)
+                self._note_cache(cache)
+            if any(states_a_root(rel) for rel in rels):
+                self.roots = self._find_roots(sorted(summaries))
+            self._resolve_afresh(summaries)
+            if self.externals is not None:  # the library files this read first
+                self.externals.save()
+            return set(self.binder.summaries) | set(rels)
+
+    def _as_indexed(self, rel: str) -> bool:
+        """Whether rel's bytes on disk are those the index holds."""
+        held = self._hashes.get(rel)
+        if held is None or not self.is_indexable(rel):
+            return False
+        found = read_file(self.root, rel, self.max_file_bytes)
+        return not isinstance(found, Problem) and content_hash(found) == held
 
     def remove_file(self, relpath: str) -> set[str]:
         with self.lock, gc_paused():

@@ -31,11 +31,9 @@ POLL_SECONDS = 0.3  # reading the queued events costs microseconds
 Event = tuple[str, types.FileChangeType]  # a file or folder URI and what happened to it
 
 
-def disk_change(folder: Folder, relpath: str, deleted: bool) -> set[str]:
-    """Indexer thread: pick up one file as it now is on disk."""
-    if deleted:
-        return folder.remove(relpath)
-    return folder.reload(relpath)
+def disk_changes(folder: Folder, relpaths: set[str]) -> set[str]:
+    """Indexer thread: pick up files as they now are on disk (gone: removed)."""
+    return folder.reload_many(relpaths)
 
 
 def _folder_removed(folder: Folder, prefix: str) -> set[str]:
@@ -67,15 +65,24 @@ def _folder_added(folder: Folder, prefix: str, opened: set[str]) -> set[str]:
 async def apply_events(ls: AnchorServer, events: list[Event]) -> None:
     """Bring the indexes up to date with files and folders changed on disk."""
     changed: set[str] = set()
+    files: dict[Folder, set[str]] = {}  # files changed, read together (a checkout: at once)
+
+    async def read_files() -> None:
+        nonlocal changed
+        for folder, relpaths in files.items():
+            changed |= await ls.mutate(disk_changes, folder, relpaths)
+        files.clear()
+
     for event_uri, kind in events:
         deleted = kind == types.FileChangeType.Deleted
         if event_uri in ls.workspace.text_documents:
             continue  # the open buffer, not the disk, is what the user sees
         located = ls.locate_all(event_uri)
         for folder, relpath in located:
-            changed |= await ls.mutate(disk_change, folder, relpath, deleted)
+            files.setdefault(folder, set()).add(relpath)
         if located:
             continue
+        await read_files()  # in order with the folders that come or go
         path = Path(to_fs_path(event_uri) or "/") if uri_scheme(event_uri) == "file" else None
         created = kind == types.FileChangeType.Created
         if path is None or not (deleted or (created and path.is_dir())):
@@ -94,6 +101,7 @@ async def apply_events(ls: AnchorServer, events: list[Event]) -> None:
                     if each is folder
                 }
                 changed |= await ls.mutate(_folder_added, folder, prefix, opened)
+    await read_files()
     ls.changed(changed)
 
 

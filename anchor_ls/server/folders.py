@@ -284,15 +284,19 @@ class Folder:
             index.prepare_edits(relpath)
 
     def update(self, relpath: str, text: str | bytes) -> set[str]:
-        return self._mutate(lambda index: index.update_file(relpath, text), relpath)
+        return self._mutate(lambda index: index.update_file(relpath, text), {relpath})
 
     def reload(self, relpath: str) -> set[str]:
-        return self._mutate(lambda index: index.reload_file(relpath), relpath)
+        return self._mutate(lambda index: index.reload_file(relpath), {relpath})
+
+    def reload_many(self, relpaths: set[str]) -> set[str]:
+        """Files changed or gone on disk at once (a checkout): see Index.reload_files."""
+        return self._mutate(lambda index: index.reload_files(relpaths), relpaths)
 
     def remove(self, relpath: str) -> set[str]:
-        return self._mutate(lambda index: index.remove_file(relpath), relpath)
+        return self._mutate(lambda index: index.remove_file(relpath), {relpath})
 
-    def _mutate(self, change: Callable[[Index], set[str]], relpath: str) -> set[str]:
+    def _mutate(self, change: Callable[[Index], set[str]], relpaths: set[str]) -> set[str]:
         index = self.index
         if index is None:
             return set()
@@ -301,7 +305,7 @@ class Folder:
         self.hints.begin_change()
         try:
             with collector_paused():
-                changed = set(change(index)) | {relpath}
+                changed = set(change(index)) | relpaths
         finally:
             # A graph put together anew (the index rebuilt itself) changed everything.
             rebuilt = index.snapshot().built != before.built

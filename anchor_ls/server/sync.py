@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from anchor_ls.server.disk import apply_events, disk_change
+from anchor_ls.server.disk import apply_events, disk_changes
 from anchor_ls.server.lifecycle import adopt_project
 from anchor_ls.server.server import AnchorServer
 
@@ -32,7 +32,7 @@ def register(ls: AnchorServer) -> None:
         ls.cancel_update(uri)
         changed: set[str] = set()
         for folder, relpath in ls.locate_all(uri):
-            changed |= await ls.mutate(disk_change, folder, relpath, False)
+            changed |= await ls.mutate(disk_changes, folder, {relpath})
         ls.changed(changed)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
