@@ -1081,3 +1081,26 @@ def test_many_files_changed_at_once_are_read_and_resolved_with_the_rest_again(
     index.reload_files(["m5.py"])
     assert index.stats().resolved_afresh == afresh + 1
     assert index.graph.to_json() == fresh_json(root)
+
+
+def test_a_file_emptied_under_the_subclasses_of_its_classes_and_restored(
+    tmp_path: Path,
+) -> None:
+    """Flask: select all of app.py, delete, undo. sub.py's classes had a base in app.py's
+    second scope, which is gone once app.py is empty: the update crashed (IndexError)
+    looking up that base's ancestors, and the index was left half updated."""
+    app = (
+        "class Base:\n    def hook(self):\n        pass\n\n\n"
+        "class App(Base):\n    def run(self):\n        return self.hook()\n"
+    )
+    sub = "from app import App\n\n\nclass Mine(App):\n    def hook(self):\n        pass\n"
+    index = built(tmp_path / "r", {"app.py": app, "sub.py": sub})
+    root = index.root
+    assert "sub.py:Mine.hook" in index.graph.out(CALLS, "app.py:App.run")
+    (root / "app.py").write_text("", encoding="utf-8")
+    index.update_file("app.py", "")
+    assert index.graph.to_json() == fresh_json(root)
+    (root / "app.py").write_text(app, encoding="utf-8")
+    index.update_file("app.py", app)
+    assert "sub.py:Mine.hook" in index.graph.out(CALLS, "app.py:App.run")
+    assert index.graph.to_json() == fresh_json(root)

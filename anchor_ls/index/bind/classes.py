@@ -402,9 +402,20 @@ def refresh_classes(db: BinderState, paths: Iterable[str]) -> dict[str, set[str]
     for path in paths:
         for names, bases in _class_changes(before[path], db._tables.shares.get(path)):
             for base in sorted(bases):
-                for ancestor in mro(db, base) if base[0] in db.summaries else ():
+                for ancestor in mro(db, base) if _still_a_class(db, base) else ():
                     out[ancestor[0]] |= names
     return out
+
+
+def _still_a_class(db: BinderState, ref: tuple[str, int]) -> bool:
+    """Whether a base named in a share from before the change is still a class there: its
+    file may be gone or emptied (its ancestors then changed with that file's own share)."""
+    summary = db.summaries.get(ref[0])
+    return (
+        summary is not None
+        and ref[1] < len(summary.scopes)
+        and (summary.scopes[ref[1]].kind == "class")
+    )
 
 
 def _put_classes(db: BinderState, paths: list[str]) -> None:
