@@ -45,24 +45,17 @@ from anchor_ls.tags.apply import Reuse, TagError
 
 PARTIAL = ".partial"  # DIR/.partial/: snapshots being written
 GRAPH_FILE = "graph.json"
-# A step that changes more Python files than this (a share of the tree, at least
-# REBUILD_MIN) builds the index again from the cached summaries instead of updating it
-# file by file: each update resolves its dependents again, and on Django a step of 38
-# changed files cost more that way (129 s) than a whole build (100 s), one of 6 far less
-# (42 s). A first calibration, from benchmarks/batch_bench.py.
-# INCREMENTAL_NOTE: off by default, as it is not yet exact on Django nor cheaper there.
-# On fcfa0c4 (benchmarks/incremental_check.py) the 5.1 -> 5.1.1 step lost 722 call edges
-# and gained 331 against a fresh build: an edit of django/db/models/expressions.py alone
-# retracts argument facts (bind/flow.retract) that shrink again around SQLCompiler.compile
-# / as_sql while they grow back, and the rounds ran out with facts retracted. Such an edit
-# now resolves every file again (rounds.reresolve says it did not settle; the index
-# counts it in IndexStats.resolved_afresh), so its graph equals a fresh build's, at the
-# cost of a whole resolution (30-45 s on Django) for each such file of a step, one file
-# at a time. Two cases remain where a settled update differs: a file that only reads a
-# retracted parameter is not resolved again, and a chain of exactly MAX_ROUNDS calls
-# settles one level deeper than a build reaches (see the reresolve docstring).
-REBUILD_MIN = 8
-REBUILD_SHARE = 0.01
+# INCREMENTAL_NOTE: off by default. With `incremental` a step hands the files it changed
+# to Index.reload_files: fewer than AFRESH_MIN_FILES take an update each, more are parsed
+# and every file is resolved once from the summaries held (no other file is read or
+# parsed), as a build does. On Django 5.1 -> 5.1.3 (benchmarks/incremental_check.py,
+# 2b72418) the steps of 38, 6 and 12 files took 30.6, 30.2 and 29.4 s against 42.1,
+# 31.5 and 31.1 s for a fresh build, each graph equal to the fresh build's; updated one
+# file at a time they took 205, 73-97 and 31 s. A step costs about one resolution of the
+# repository either way, which is why reuse stays far from the 3x of #24. Cases remain
+# where a settled update of a few files differs from a fresh build: a build stops after
+# MAX_ROUNDS rounds of argument flow, and an update resolves its scopes with what the
+# rounds had not yet carried there (see the reresolve docstring).
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +160,9 @@ class _Step:
         'rebuilt', the Python files parsed or indexed again)."""
         if self.index is not None and self.fresh is not None and self.sha is not None:
             assert self.root is not None
-            changed = gittree.move(repo, self.sha, sha, self.root)
+            gittree.move(repo, self.sha, sha, self.root)
             self.sha = sha
-            python = sum(1 for path in changed if path.endswith(".py"))
-            few = python <= max(REBUILD_MIN, REBUILD_SHARE * self.index.stats().files)
-            if self.settings.incremental and few:
+            if self.settings.incremental:
                 return "incremental", len(self.fresh.sync())
             self.fresh.build()  # the unchanged files' summaries come from the cache
             return "rebuilt", self.index.stats().reparsed
