@@ -660,13 +660,14 @@ class Index(Invalidation):
                 if data is not None:
                     jobs.append((rel, data, self.max_file_bytes))
             rows: list[tuple[str, str, bytes]] = []
+            read = {rel: data for rel, data, _limit in jobs}
             for rel, result in summarize_many(jobs, self.workers):
                 if isinstance(result, Problem):
                     self.problems[rel] = result
                     continue
                 summary = summaries[rel] = pickle.loads(result)
                 self._note_summary_problems(summary)
-                data = next(d for r, d, _ in jobs if r == rel)
+                data = read[rel]
                 self._sources.put(rel, data)
                 self._hashes[rel] = content_hash(data)
                 self._ids[rel] = factlib.scope_ids(summary)
