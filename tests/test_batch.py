@@ -680,3 +680,35 @@ def test_a_chain_interrupted_as_it_starts_leaves_no_scratch_tree(
     with pytest.raises(KeyboardInterrupt):
         list(chainlib.run_chain(chainlib.Chain("repo", ()), settings))
     assert list(work.iterdir()) == []
+
+
+def test_a_stop_that_arrives_while_a_chain_cleans_up_waits_for_the_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool worker's SIGTERM (the driver's Ctrl-C) raises KeyboardInterrupt wherever the
+    worker is: arriving while a chain that just ended removes its scratch tree, it cut the
+    removal short and left the tree (the Ctrl-C test found one now and then). The stop
+    now waits until the tree is gone."""
+    from anchor_ls.batch import chain as chainlib
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    removing = shutil.rmtree
+
+    def stopped_while_removing(path: object, *args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # the driver stops the worker right now
+        for _ in range(1000):  # the handler runs at the next bytecode, if it can
+            pass
+        removing(path, *args, **kwargs)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        monkeypatch.setattr(chainlib.shutil, "rmtree", stopped_while_removing)
+        work = tmp_path / "work"
+        settings = chainlib.Settings(out=str(tmp_path / "out"), work=str(work))
+        with pytest.raises(KeyboardInterrupt):
+            list(chainlib.run_chain(chainlib.Chain("repo", ()), settings))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert list(work.iterdir()) == []

@@ -328,7 +328,8 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
     scratch: Path | None = None
     step: _Step | None = None
     try:  # made inside: an interrupt right after the scratch tree is made still removes it
-        scratch = Path(tempfile.mkdtemp(prefix="anchor-ls-batch-", dir=settings.work))
+        with _uninterrupted():  # and none between making it and knowing its name
+            scratch = Path(tempfile.mkdtemp(prefix="anchor-ls-batch-", dir=settings.work))
         step = _Step(settings, scratch)
         bad, ready = _ordered(chain)
         for result in bad:
@@ -343,11 +344,28 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
                 step.reset()
             yield {**result, "worker": worker, "worker_peak_mb": _peak_mb()}
     finally:
-        if step is not None:
-            with contextlib.suppress(Exception):
-                step.reset()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+        with _uninterrupted():
+            if step is not None:
+                with contextlib.suppress(Exception):
+                    step.reset()
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """SIGTERM and SIGINT wait until the block is done (then act): a pool worker's stop
+    raises KeyboardInterrupt wherever it lands, and one landing in the removal of a
+    scratch tree left the tree behind. Only the main thread handles signals."""
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = block(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, before)
 
 
 def _peak_mb() -> int:
