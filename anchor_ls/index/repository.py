@@ -618,13 +618,19 @@ class Index(Invalidation):
         """Re-read one file from disk (a removal when it is gone)."""
         with self.lock:
             self._built = None
-            data = self._read(relpath) if self.is_indexable(relpath) else None
+            data = self._read_again(relpath)
             if data is None:
-                gone = self.problems.get(relpath)
-                if gone is not None and gone.kind == "vanished":  # deleted: not a problem
-                    del self.problems[relpath]
                 return self._published_after(self._remove(relpath), relpath)
             return self.update_file(relpath, data)
+
+    def _read_again(self, relpath: str) -> bytes | None:
+        """relpath's bytes on disk; None when a build would not index it now (gone: not
+        a problem, unreadable: said)."""
+        data = self._read(relpath) if self.is_indexable(relpath) else None
+        gone = self.problems.get(relpath)
+        if data is None and gone is not None and gone.kind == "vanished":
+            del self.problems[relpath]
+        return data
 
     def reload_files(self, relpaths: Iterable[str]) -> set[str]:
         """Re-read several files from disk at once (removals where they are gone); returns
@@ -653,10 +659,7 @@ class Index(Invalidation):
                 self._hashes.pop(rel, None)
                 self._ids.pop(rel, None)
                 self.problems.pop(rel, None)
-                data = self._read(rel) if self.is_indexable(rel) else None
-                gone = self.problems.get(rel)
-                if gone is not None and gone.kind == "vanished":  # deleted: not a problem
-                    del self.problems[rel]
+                data = self._read_again(rel)
                 if data is not None:
                     jobs.append((rel, data, self.max_file_bytes))
             rows: list[tuple[str, str, bytes]] = []

@@ -41,11 +41,7 @@ def _folder_removed(folder: Folder, prefix: str) -> set[str]:
     graph = folder.graph
     if graph is None:
         return set()
-    gone = [p for p in graph.files() if p.startswith(prefix + "/")]
-    changed: set[str] = set()
-    for relpath in gone:
-        changed |= folder.remove(relpath)
-    return changed
+    return folder.reload_many({p for p in graph.files() if p.startswith(prefix + "/")})
 
 
 def _folder_added(folder: Folder, prefix: str, opened: set[str]) -> set[str]:
@@ -54,12 +50,8 @@ def _folder_added(folder: Folder, prefix: str, opened: set[str]) -> set[str]:
     index = folder.index
     if index is None or not index.is_indexable(f"{prefix}/__init__.py"):
         return set()  # a folder a build leaves out (a .venv being made, an excluded one)
-    changed: set[str] = set()
-    for item in python_files(folder.root / prefix):
-        relpath = f"{prefix}/{item}" if isinstance(item, str) else None
-        if relpath is not None and relpath not in opened:
-            changed |= folder.reload(relpath)
-    return changed
+    found = (f"{prefix}/{i}" for i in python_files(folder.root / prefix) if isinstance(i, str))
+    return folder.reload_many({rel for rel in found if rel not in opened})
 
 
 async def apply_events(ls: AnchorServer, events: list[Event]) -> None:
@@ -68,9 +60,8 @@ async def apply_events(ls: AnchorServer, events: list[Event]) -> None:
     files: dict[Folder, set[str]] = {}  # files changed, read together (a checkout: at once)
 
     async def read_files() -> None:
-        nonlocal changed
         for folder, relpaths in files.items():
-            changed |= await ls.mutate(disk_changes, folder, relpaths)
+            changed.update(await ls.mutate(disk_changes, folder, relpaths))
         files.clear()
 
     for event_uri, kind in events:

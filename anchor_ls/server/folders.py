@@ -293,9 +293,6 @@ class Folder:
         """Files changed or gone on disk at once (a checkout): see Index.reload_files."""
         return self._mutate(lambda index: index.reload_files(relpaths), relpaths)
 
-    def remove(self, relpath: str) -> set[str]:
-        return self._mutate(lambda index: index.remove_file(relpath), {relpath})
-
     def _mutate(self, change: Callable[[Index], set[str]], relpaths: set[str]) -> set[str]:
         index = self.index
         if index is None:

@@ -411,11 +411,8 @@ def _still_a_class(db: BinderState, ref: tuple[str, int]) -> bool:
     """Whether a base named in a share from before the change is still a class there: its
     file may be gone or emptied (its ancestors then changed with that file's own share)."""
     summary = db.summaries.get(ref[0])
-    return (
-        summary is not None
-        and ref[1] < len(summary.scopes)
-        and (summary.scopes[ref[1]].kind == "class")
-    )
+    scopes = summary.scopes if summary is not None else ()
+    return ref[1] < len(scopes) and scopes[ref[1]].kind == "class"
 
 
 def _put_classes(db: BinderState, paths: list[str]) -> None:
