@@ -503,8 +503,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chain-size", type=_at_least(1), metavar="N", help="tasks per chain at most")
     p.add_argument(
         "--incremental",
-        action="store_true",
-        help="update the index file by file between commits (experimental: see README)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="move the index from commit to commit with the files each step changes, as the "
+        "server does (default); --no-incremental builds it again at every step from the "
+        "cached summaries",
     )
     p.add_argument("--cache", metavar="DIR", help="index caches (default: the user cache)")
     p.add_argument("--work", metavar="DIR", help="scratch trees (default: the temp folder)")

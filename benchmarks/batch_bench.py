@@ -1,33 +1,39 @@
 """Batch export on a chain of consecutive snapshots: `anchor-ls batch` (pool, Ray) vs a
 shell loop of `anchor-ls tag --out`.
 
-    python benchmarks/batch_bench.py [--versions N] [--skip-download] [--no-ray] [--workers N]
-        [--no-shared-loop] [--no-incremental] [--no-single]
+    python benchmarks/batch_bench.py [--versions N] [--skip-download] [--history REPO [--rev REV]]
+        [--no-ray] [--workers N] [--no-shared-loop] [--no-rebuild] [--no-single]
 
-The chain: the Django 5.1 .. 5.1.7 sdists (`pip download --no-binary :all:`), committed one
-after another into a git repository the script builds under benchmarks/.data/batch-django
-(each release a commit, as consecutive SWE-bench tasks of one repository are nearby
-commits). Every run starts from an empty cache folder, so each pays its first snapshot in
-full:
+Two chains, each of --versions snapshots (8):
+- the Django 5.1 .. 5.1.7 sdists (`pip download --no-binary :all:`), committed one after
+  another into a git repository the script builds under benchmarks/.data/batch-django
+  (point releases: 6 to 38 Python files change per step);
+- with --history REPO, a real history instead: the last N commits on REV's first-parent
+  line (default HEAD) that change a Python file, oldest first, of any git repository (a
+  bare one too: everything is read with git plumbing). Consecutive SWE-bench tasks of one
+  repository are commits of such a line.
+Every run starts from an empty cache folder, so each pays its first snapshot in full:
 - loop: per commit, the tree written out with `git archive`, then `anchor-ls tag --out`
   (with a cache folder of its own: every snapshot indexed from nothing, as a shell loop
   of fresh checkouts does);
 - loop, shared cache: the same with one `--cache` for all (file summaries reused by hash);
-- batch, one worker: one chain, each step parsing only the files the commit changed (the
-  index built again from the cached summaries of the others);
-- batch, one worker, --incremental: each step updating the index file by file;
+- batch, one worker: one chain, each step handing the index the files the commit changed
+  (the incremental engine the server uses);
+- batch, one worker, --no-incremental: each step building the index again from the cached
+  summaries (only the changed files parsed);
 - batch, pool: `--workers N` (the chain cut in N);
 - batch, Ray: a local Ray with N CPUs.
 The table gives wall seconds, the speed-up over the loop, snapshots per minute, the peak
 memory of one worker (max RSS, from results.jsonl; for the loop, of the `tag` process), and
-whether each run's snapshots are byte for byte the loop's. Goal (the issue): batch, one
-worker, at least 3x faster than the loop on a chain of 8.
+whether each run's snapshots are byte for byte the loop's. Goal (the issue): batch at
+least 3x faster than the loop on a chain of 8.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import itertools
 import json
 import os
 import resource
@@ -104,12 +110,30 @@ def build_repo(archives: list[Path]) -> tuple[Path, list[str]]:
     return repo, git(repo, "rev-list", "--reverse", "HEAD").split()
 
 
-def run_loop(repo: Path, shas: list[str], out: Path, shared_cache: Path | None) -> dict:
+def history(repo: Path, rev: str, n: int) -> list[str]:
+    """The last n commits of rev's first-parent line that change a Python file, oldest
+    first (a step between two of them spans the commits in between)."""
+    out = git(repo, "log", "--first-parent", "--format=%H", rev, "--", "*.py").split()
+    if len(out) < n:
+        raise SystemExit(f"{repo} has {len(out)} commits changing Python files on {rev}")
+    return out[:n][::-1]
+
+
+def python_changes(repo: Path, shas: list[str]) -> list[int]:
+    """Python files each step of the chain changes (added, modified or removed)."""
+    counts = []
+    for before, after in itertools.pairwise(shas):
+        names = git(repo, "diff-tree", "-r", "--name-only", before, after).split("\n")
+        counts.append(sum(name.endswith(".py") for name in names))
+    return counts
+
+
+def run_loop(repo: Path, name: str, shas: list[str], out: Path, shared_cache: Path | None) -> dict:
     """`tag --out` per commit on a tree `git archive` wrote; peak RSS of the tag runs."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="batch-bench-loop-") as tmp:
         for n, sha in enumerate(shas):
-            tree = Path(tmp) / f"c{n}" / repo.name
+            tree = Path(tmp) / f"c{n}" / name
             tree.mkdir(parents=True)
             archive = subprocess.run(
                 ["git", "-C", str(repo), "archive", sha], check=True, capture_output=True
@@ -117,7 +141,7 @@ def run_loop(repo: Path, shas: list[str], out: Path, shared_cache: Path | None) 
             subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
             # its own cache folder, or the shared one (not the user cache: nothing left behind)
             cache = ["--cache", str(shared_cache or Path(tmp) / f"cache-c{n}")]
-            cmd = [*ANCHOR_LS, "tag", str(tree), "--out", str(out / f"t{n}" / repo.name), *cache]
+            cmd = [*ANCHOR_LS, "tag", str(tree), "--out", str(out / f"t{n}" / name), *cache]
             subprocess.run(cmd, check=True, capture_output=True)
             shutil.rmtree(tree.parent)
             if not shared_cache:
@@ -162,19 +186,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", type=int, default=8, help="snapshots in the chain")
     parser.add_argument("--skip-download", action="store_true")
+    parser.add_argument(
+        "--history", type=Path, help="a git repository: chain its commits instead of sdists"
+    )
+    parser.add_argument("--rev", default="HEAD", help="with --history: the line's last commit")
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--no-shared-loop", action="store_true", help="skip the shared-cache loop")
     parser.add_argument(
-        "--no-incremental", action="store_true", help="skip the one-worker --incremental run"
+        "--no-rebuild", action="store_true", help="skip the one-worker --no-incremental run"
     )
     parser.add_argument(
         "--no-single", action="store_true", help="skip the one-worker runs (pool and Ray only)"
     )
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    archives = sdists(VERSIONS[: args.versions], args.skip_download)
-    repo, shas = build_repo(archives)
+    if args.history is not None:
+        repo = args.history.resolve()
+        shas = history(repo, args.rev, args.versions)
+        what = f"the last {len(shas)} commits of {repo.name} changing Python files on {args.rev}"
+    else:
+        archives = sdists(VERSIONS[: args.versions], args.skip_download)
+        repo, shas = build_repo(archives)
+        what = f"consecutive Django sdists ({archives[0].name} .. {archives[-1].name})"
     n = len(shas)
+    name = repo.name[:-4] if repo.name.endswith(".git") else repo.name
     with tempfile.TemporaryDirectory(prefix="batch-bench-", dir=DATA) as tmp:
         work = Path(tmp)
         manifest = work / "manifest.jsonl"
@@ -185,17 +220,19 @@ def main() -> None:
             )
         )
         rows: list[tuple[str, dict, bool | None]] = []
-        loop = run_loop(repo, shas, work / "loop", None)
+        loop = run_loop(repo, name, shas, work / "loop", None)
         rows.append(("loop of tag --out", loop, None))
         if not args.no_shared_loop:
-            shared = run_loop(repo, shas, work / "loop-shared", work / "cache-loop")
-            same = identical(work / "loop-shared", work / "loop", n, repo.name)
+            shared = run_loop(repo, name, shas, work / "loop-shared", work / "cache-loop")
+            same = identical(work / "loop-shared", work / "loop", n, name)
             rows.append(("loop of tag --out, one --cache", shared, same))
         runs: list[tuple[str, list[str]]] = []
         if not args.no_single:
             runs.append(("batch, 1 worker (one chain)", ["--workers", "1"]))
-        if not (args.no_single or args.no_incremental):
-            runs.append(("batch, 1 worker, --incremental", ["--workers", "1", "--incremental"]))
+        if not (args.no_single or args.no_rebuild):
+            runs.append(
+                ("batch, 1 worker, --no-incremental", ["--workers", "1", "--no-incremental"])
+            )
         runs.append((f"batch, pool of {args.workers}", ["--workers", str(args.workers)]))
         if not args.no_ray:
             runs.append((f"batch, local Ray, {args.workers} CPUs", ["--ray"]))
@@ -203,8 +240,9 @@ def main() -> None:
         for label, extra in runs:
             out = work / f"out-{len(rows)}"
             result = run_batch(manifest, out, work / f"cache-{len(rows)}", extra)
-            rows.append((label, result, identical(out, work / "loop", n, repo.name)))
-        print(f"\nchain: {n} consecutive Django sdists ({archives[0].name} .. {archives[-1].name})")
+            rows.append((label, result, identical(out, work / "loop", n, name)))
+        changes = ", ".join(map(str, python_changes(repo, shas)))
+        print(f"\nchain: {n} snapshots, {what}; Python files changed per step: {changes}")
         print("\n| run | seconds | speed-up over loop | snapshots/min | peak MB | same bytes")
         print("|---|---|---|---|---|---")
         base = loop["seconds"]

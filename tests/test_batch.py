@@ -266,7 +266,6 @@ def test_pool_snapshots_are_the_bytes_of_tag_out_per_commit(
         "--workers",
         "2",
         "--graph",
-        "--incremental",
         "--cache",
         tmp_path / "cache",
     )
@@ -323,12 +322,21 @@ def test_ray_snapshots_are_the_bytes_of_tag_out_per_commit(
     manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
     out = tmp_path / "out"
     done = anchor_ls(
-        "batch", manifest, "--out", out, "--ray", "--workers", "2", "--cache", tmp_path / "c"
+        "batch",
+        manifest,
+        "--out",
+        out,
+        "--ray",
+        "--workers",
+        "2",
+        "--cache",
+        tmp_path / "c",
+        "--no-incremental",
     )
     assert done.returncode == 0, done.stderr
     assert "6 ok, 0 failed" in done.stdout
     assert {r["status"] for r in results(out)} == {"ok"}
-    # by default each step after the first builds the index again from the cache
+    # --no-incremental: each step after the first builds the index again from the cache
     assert sorted(r["index"] for r in results(out)) == ["full"] * 2 + ["rebuilt"] * 4
     for n in range(len(shas)):
         assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n}" / NAME), n

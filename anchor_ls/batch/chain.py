@@ -3,13 +3,12 @@
 The tasks of one repository come ordered by commit. The first commit's tree is written
 into a scratch folder (named like the repository, as the binder reads the root's name)
 and indexed with the repository's cache on this machine; each next commit is reached by
-writing only the paths `git diff-tree` names, and the index is built again with the
-summaries of the unchanged files from the cache (only the changed files are parsed).
-With `incremental`, a step that changes few Python files updates the index file by
-file instead (agent.freshness, the engine the long-lived servers use; see
-INCREMENTAL_NOTE). Each snapshot is written by `tag --out`'s own code into a private folder
-under DIR/.partial and renamed to DIR/<id> when complete: a crash or Ctrl-C never leaves
-a half-written DIR/<id>.
+writing only the paths `git diff-tree` names, and the index takes the files that changed
+(agent.freshness, the engine the long-lived servers use; see INCREMENTAL_NOTE). Without
+`incremental` it is built again instead, with the summaries of the unchanged files from
+the cache (only the changed files are parsed). Each snapshot is written by `tag --out`'s
+own code into a private folder under DIR/.partial and renamed to DIR/<id> when complete:
+a crash or Ctrl-C never leaves a half-written DIR/<id>.
 
 A step that fails (a missing commit, a timeout, an error) is a failed result; the chain
 then starts again from nothing at its next task, as the index may be half-updated.
@@ -45,17 +44,17 @@ from anchor_ls.tags.apply import Reuse, TagError
 
 PARTIAL = ".partial"  # DIR/.partial/: snapshots being written
 GRAPH_FILE = "graph.json"
-# INCREMENTAL_NOTE: off by default. With `incremental` a step hands the files it changed
-# to Index.reload_files: fewer than AFRESH_MIN_FILES take an update each, more are parsed
-# and every file is resolved once from the summaries held (no other file is read or
-# parsed), as a build does. On Django 5.1 -> 5.1.3 (benchmarks/incremental_check.py,
-# 2b72418) the steps of 38, 6 and 12 files took 30.6, 30.2 and 29.4 s against 42.1,
-# 31.5 and 31.1 s for a fresh build, each graph equal to the fresh build's; updated one
-# file at a time they took 205, 73-97 and 31 s. A step costs about one resolution of the
-# repository either way, which is why reuse stays far from the 3x of #24. Cases remain
-# where a settled update of a few files differs from a fresh build: a build stops after
-# MAX_ROUNDS rounds of argument flow, and an update resolves its scopes with what the
-# rounds had not yet carried there (see the reresolve docstring).
+# INCREMENTAL_NOTE: a step hands the files it changed to Index.reload_files, the engine the
+# server and mcp use: fewer than AFRESH_MIN_FILES take an update each (their dependents
+# resolved again until argument flow settles, else every file), more are parsed and every
+# file is resolved once from the summaries held, as a build does. On real histories (the
+# last 40 commits of sphinx and of pytest) each step's snapshot held the bytes of a step
+# built again (--no-incremental), for 0.2-0.6 s a step against 2-4 s; steps of many files
+# (Django's point releases, 6 to 38 files) cost about one resolution of the repository
+# either way. Cases remain where a settled update differs from a fresh build: a build stops
+# after MAX_ROUNDS rounds of argument flow, and an update resolves its scopes with what the
+# rounds had not yet carried there (see the reresolve docstring); --no-incremental, which
+# builds at every step, never does.
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +67,9 @@ class Settings:
     cache: str | None = None  # this machine's cache root (default: the user cache folder)
     work: str | None = None  # where scratch trees go (default: the system's temp folder)
     exclude: tuple[str, ...] = ()
-    # Move the index from commit to commit file by file (see INCREMENTAL_NOTE) instead of
-    # building it again from the cached summaries at each step.
-    incremental: bool = False
+    # Move the index from commit to commit with the files a step changed (INCREMENTAL_NOTE);
+    # False: build it again from the cached summaries at each step.
+    incremental: bool = True
 
 
 @dataclass(frozen=True, slots=True)
