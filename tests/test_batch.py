@@ -27,8 +27,13 @@ from anchor_ls.batch.manifest import parse_lines
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
 NAME = "shop"  # the repository folder's name: the snapshots' too
 
-# Each commit: path -> text (None removes the path). Applied in order on one work tree.
-COMMITS: list[dict[str, str | None]] = [
+# A module checked out in cp1251 (git keeps it in UTF-8: working-tree-encoding), as a
+# checkout writes it and a tagged snapshot must hold it.
+LEGACY = "# -*- coding: cp1251 -*-\nNAME = 'Привет'\n\n\ndef hello():\n    return NAME\n"
+
+# Each commit: path -> text or bytes (None removes the path). Applied in order on one
+# work tree.
+COMMITS: list[dict[str, str | bytes | None]] = [
     {
         "shop/__init__.py": "",
         "shop/models.py": "class Order:\n    def add(self, sku):\n        return price(sku)\n\n\n"
@@ -45,6 +50,10 @@ COMMITS: list[dict[str, str | None]] = [
         "    def add(self, sku):\n        return discount(price(sku))\n\n\n"
         "def price(sku):\n    return 1\n",
         "run.sh": "#!/bin/sh\necho run\n",
+        # a checkout writes run.cmd with CRLF and legacy.py in cp1251, git keeps LF and UTF-8
+        ".gitattributes": "*.cmd text eol=crlf\nshop/legacy.py working-tree-encoding=cp1251\n",
+        "run.cmd": "echo run\n",
+        "shop/legacy.py": LEGACY.encode("cp1251"),
     },
     {
         "shop/service.py": None,
@@ -58,6 +67,7 @@ COMMITS: list[dict[str, str | None]] = [
         "shop/models.py": "class Order:\n    def add(self, sku):\n        return price(sku)\n\n\n"
         "def price(sku):\n    return 2\r\n",
         "shop/cli.py": "from shop.service import checkout\n\n\ndef main():\n    checkout(['a'])\n",
+        "shop/legacy.py": (LEGACY + "\n\ndef bye():\n    return hello()\n").encode("cp1251"),
     },
     {
         "shop/cli.py": "from shop.service import checkout\nfrom shop.models import price\n\n\n"
@@ -98,7 +108,7 @@ def make_repo(root: Path) -> tuple[Path, list[str]]:
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(text.encode())
+            path.write_bytes(text if isinstance(text, bytes) else text.encode())
             if rel.endswith(".sh"):
                 path.chmod(0o755)
         if n == 1:
@@ -583,6 +593,38 @@ def test_batch_run_in_a_repository_imports_nothing_from_it(
         cwd=here,
     )
     assert done.returncode == 0, done.stderr
+    assert marks_left(marks) == []
+
+
+def test_batch_runs_no_filter_driver_and_leaves_the_blob(tmp_path: Path) -> None:
+    # A checkout runs the smudge filter a configuration defines for a path (git-lfs...);
+    # the snapshot keeps the blob as committed and nothing runs: here the filter, set in
+    # the repository's own config and in no checkout's, would leave a mark.
+    repo, marks = tmp_path / NAME, tmp_path / "marks"
+    marks.mkdir()
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / ".gitattributes").write_text("*.dat filter=mark\n*.bin filter=proc\n", "utf-8")
+    (repo / "a.dat").write_text("pointer 1\n", "utf-8")
+    (repo / "b.bin").write_text("pointer 2\n", "utf-8")
+    (repo / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    (repo / "a.dat").write_text("pointer 3\n", "utf-8")
+    _git(repo, "commit", "-q", "-am", "two")
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    for driver, key in (("mark", "smudge"), ("mark", "clean"), ("proc", "process")):
+        _git(repo, "config", f"filter.{driver}.{key}", f"touch {marks}/{driver}-{key}; cat")
+    _git(repo, "config", "filter.mark.required", "true")
+    assert marks_left(marks) == []
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    assert [r["index"] for r in results(out)] == ["full", "incremental"]
+    assert (out / "t0" / NAME / "a.dat").read_bytes() == b"pointer 1\n"
+    assert (out / "t1" / NAME / "a.dat").read_bytes() == b"pointer 3\n"
+    assert (out / "t1" / NAME / "b.bin").read_bytes() == b"pointer 2\n"
     assert marks_left(marks) == []
 
 

@@ -1,25 +1,31 @@
 """A commit's tree written into a scratch folder with git plumbing, and moved to the next.
 
-Only `git -C REPO` plumbing runs (rev-parse, cat-file, ls-tree, diff-tree): nothing reads
-or writes the repository's work tree or its index file, no hook, filter or fsmonitor is
-started. Files hold the blobs as committed (no smudge filters, no line-end conversion);
-a submodule is an empty folder, as a checkout without `--recurse-submodules` leaves it.
+Only `git -C REPO` plumbing runs (rev-parse, cat-file, ls-tree, diff-tree, read-tree into
+an index file of the scratch folder, checkout-index into the scratch tree): nothing reads
+or writes the repository's work tree or its index file, no hook or fsmonitor is started.
+Files hold the bytes a checkout writes, by the commit's own `.gitattributes`: line ends
+(`eol`, `text`), `working-tree-encoding`, `ident`, the same on every machine (the user's
+core.autocrlf, core.eol and attributes file are set aside) and with no filter driver run
+(a smudge filter such as git-lfs's leaves its pointer file, as in the blob). A submodule is
+an empty folder, as a checkout without `--recurse-submodules` leaves it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
-# Nothing git could start on a repository's say: no fsmonitor hook, no pager.
-_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.pager=cat")
-_LINK, _GITLINK, _EXECUTABLE = "120000", "160000", "100755"
+# Nothing git could start on a repository's say: no fsmonitor hook, no pager; and the
+# bytes of a checkout by the commit's attributes alone, whoever's machine writes them.
+_SAFE_CONFIG = (
+    *("-c", "core.fsmonitor=false", "-c", "core.pager=cat"),
+    *("-c", "core.autocrlf=false", "-c", "core.eol=lf", "-c", "core.symlinks=true"),
+    *("-c", "core.attributesFile=/dev/null"),
+)
 
 
 class GitError(Exception):
@@ -33,14 +39,24 @@ def _env() -> dict[str, str]:
     return env
 
 
-def git(repo: str | Path, *args: str, data: bytes | None = None) -> bytes:
-    """stdout of `git -C repo args`; GitError with git's own message when it fails."""
+def git(
+    repo: str | Path,
+    *args: str,
+    data: bytes | None = None,
+    index: Path | None = None,
+    config: Sequence[str] = (),
+) -> bytes:
+    """stdout of `git -C repo args`; GitError with git's own message when it fails.
+    index: the index file to use (never the repository's own)."""
+    env = _env()
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
     try:
         done = subprocess.run(
-            ["git", "-C", str(repo), *_SAFE_CONFIG, *args],
+            ["git", "-C", str(repo), *_SAFE_CONFIG, *config, *args],
             input=data,
             capture_output=True,
-            env=_env(),
+            env=env,
             check=False,
         )
     except OSError as err:
@@ -95,114 +111,64 @@ def commit_order(repo: str | Path, shas: Iterable[str]) -> dict[str, int]:
     return order
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One path of a tree: its mode ('100644', '100755', '120000', '160000') and blob."""
-
-    path: str
-    mode: str
-    blob: str
-
-
 def _safe(path: str) -> bool:
     """A path git may hold but no checkout writes (.., .git, absolute): left out."""
     parts = path.split("/")
     return all(p not in ("", ".", "..") and p.lower() != ".git" for p in parts)
 
 
-def tree_entries(repo: str | Path, sha: str) -> list[Entry]:
-    out = git(repo, "ls-tree", "-r", "-z", "--full-tree", sha)
-    entries = []
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        head, _, path = record.partition(b"\t")
-        mode, _kind, blob = head.decode().split(" ")
-        entries.append(Entry(os.fsdecode(path), mode, blob))
-    return entries
-
-
-def changes(repo: str | Path, old: str, new: str) -> tuple[list[str], list[Entry]]:
-    """(paths gone, entries added or changed) from commit old to commit new."""
+def changes(repo: str | Path, old: str, new: str) -> tuple[list[str], list[str]]:
+    """(paths gone, paths added or changed) from commit old to commit new."""
     out = git(repo, "diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", old, new)
     fields = out.split(b"\0")
     gone: list[str] = []
-    put: list[Entry] = []
+    put: list[str] = []
     i = 0
     while i + 1 < len(fields):
         head, path = fields[i].decode(), os.fsdecode(fields[i + 1])
         i += 2
         if not head.startswith(":"):
             continue
-        _old_mode, new_mode, _old_blob, new_blob, status = head[1:].split(" ")
+        status = head[1:].split(" ")[4]
         if status == "D":
             gone.append(path)
         else:
             if status == "T":
                 gone.append(path)  # a file turned link (or back): written anew
-            put.append(Entry(path, new_mode, new_blob))
+            put.append(path)
     return gone, put
 
 
-class _Blobs:
-    """One `git cat-file --batch` process: blob bytes by id, without a process per file."""
-
-    def __init__(self, repo: str | Path) -> None:
-        self._proc = subprocess.Popen(
-            ["git", "-C", str(repo), *_SAFE_CONFIG, "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=_env(),
-        )
-
-    def read(self, blob: str) -> bytes:
-        proc = self._proc
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(f"{blob}\n".encode())
-        proc.stdin.flush()
-        header = proc.stdout.readline().decode().split()
-        if len(header) != 3:
-            raise GitError(f"object {blob} is missing from the repository")
-        data = proc.stdout.read(int(header[2]))
-        proc.stdout.read(1)  # the newline after the contents
-        return data
-
-    def close(self) -> None:
-        if self._proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-
-
-@contextlib.contextmanager
-def _blobs(repo: str | Path) -> Iterator[_Blobs]:
-    reader = _Blobs(repo)
+def _no_filters(repo: str | Path) -> tuple[str, ...]:
+    """-c settings that turn off every filter driver the configuration defines (a smudge
+    or process command: git-lfs, git-crypt...): no program runs on a checkout here."""
     try:
-        yield reader
-    finally:
-        reader.close()
+        out = git(repo, "config", "--name-only", "-z", "--get-regexp", r"^filter\.")
+    except GitError:  # none defined: git config exits 1
+        return ()
+    drivers = sorted(
+        {n.decode().rpartition(".")[0].partition(".")[2] for n in out.split(b"\0") if n}
+    )
+    settings: list[str] = []
+    for driver in drivers:
+        for key, value in (("smudge", ""), ("process", ""), ("required", "false")):
+            settings += ["-c", f"filter.{driver}.{key}={value}"]
+    return tuple(settings)
 
 
-def _write(root: Path, entry: Entry, blobs: _Blobs) -> None:
-    target = root / entry.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove(target)
-    if entry.mode == _GITLINK:
-        target.mkdir()
-        return
-    data = blobs.read(entry.blob)
-    if entry.mode == _LINK:
-        os.symlink(os.fsdecode(data), target)
-        return
-    with open(target, "xb") as handle:  # x: never through a link left in the way
-        handle.write(data)
-    if entry.mode == _EXECUTABLE:
-        os.chmod(target, 0o755)
+def _checkout(repo: str | Path, sha: str, root: Path, paths: Sequence[str] | None) -> None:
+    """Write paths (None: all) of commit sha under root as a checkout does, through an
+    index file of the scratch folder beside root, never the repository's."""
+    index = root.parent / f".{root.name}.gitindex"
+    config = _no_filters(repo)
+    git(repo, "read-tree", sha, index=index)
+    where = ("--work-tree", str(root))
+    if paths is None:
+        git(repo, *where, "checkout-index", "-a", "-f", index=index, config=config)
+    elif paths:
+        listed = b"".join(os.fsencode(p) + b"\0" for p in paths)
+        args = (*where, "checkout-index", "-f", "-z", "--stdin")
+        git(repo, *args, data=listed, index=index, config=config)
 
 
 def _remove(target: Path) -> None:
@@ -226,10 +192,7 @@ def _prune_empty(root: Path, path: str) -> None:
 def materialize(repo: str | Path, sha: str, root: Path) -> None:
     """Write the tree of commit sha into root (which must not exist yet)."""
     root.mkdir(parents=True)
-    entries = [e for e in tree_entries(repo, sha) if _safe(e.path)]
-    with _blobs(repo) as blobs:
-        for entry in entries:
-            _write(root, entry, blobs)
+    _checkout(repo, sha, root, None)
 
 
 def move(repo: str | Path, old: str, new: str, root: Path) -> set[str]:
@@ -240,8 +203,5 @@ def move(repo: str | Path, old: str, new: str, root: Path) -> set[str]:
         if _safe(path):
             _remove(root / path)
             _prune_empty(root, path)
-    with _blobs(repo) as blobs:
-        for entry in put:
-            if _safe(entry.path):
-                _write(root, entry, blobs)
-    return set(gone) | {e.path for e in put}
+    _checkout(repo, new, root, [path for path in put if _safe(path)])
+    return set(gone) | set(put)
