@@ -1104,3 +1104,30 @@ def test_a_file_emptied_under_the_subclasses_of_its_classes_and_restored(
     index.update_file("app.py", app)
     assert "sub.py:Mine.hook" in index.graph.out(CALLS, "app.py:App.run")
     assert index.graph.to_json() == fresh_json(root)
+
+
+STEP = "def step_{0}(value):\n    callback = value\n    step_{1}(callback)\n\n\n"
+STEPS = "".join(STEP.format(n, n + 1) for n in range(8)) + (
+    "def step_8(value):\n    pass\n\n\ndef callback():\n    pass\n\n\n"
+)
+
+
+def test_a_dependent_resolved_again_finds_what_the_build_found_past_its_last_round(
+    tmp_path: Path,
+) -> None:
+    """callback flows one step of the chain deeper per round; a build stops with step_3
+    passed it but not yet resolved in it. An edit of lib.py resolves chain.py again (it
+    calls helper): in those facts step_3 would reference callback, which no build does,
+    and the edit settled with that edge (what chain.py passes on being the same as its
+    baseline). The build's last round leaves the argument facts as its files read them."""
+    start = "def start():\n    helper()\n    step_0(callback)\n"
+    chain = "from lib import helper\n\n\n" + STEPS + start
+    index = built(tmp_path / "r", {"lib.py": "def helper():\n    pass\n", "chain.py": chain})
+    edit(index, "lib.py", lambda text: text.replace("def helper():", "def helper(x=None):"))
+    assert index.stats().resolved_afresh == 0
+    assert index.graph.to_json() == fresh_json(index.root)
+    assert all_sites(index) == all_sites(built(tmp_path / "fresh", _texts(index.root)))
+
+
+def _texts(root: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in root.glob("*.py")}

@@ -65,5 +65,6 @@ class Binder(BinderState):
     scope_contributions = flow.scope_contributions
     restore_passed = flow.restore_passed
     knows_scopes = flow.knows_scopes
+    passed = flow.passed
     adopt = flow.adopt
     warm = sites.warm

@@ -47,6 +47,11 @@ def restore_passed(db: BinderState, per_file: dict[str, dict[int, dict]]) -> Non
         set_contribution(db, path, merge_contributions(per_scope))
 
 
+def passed(db: BinderState, path: str) -> dict:
+    """The argument values path passes, as last set (set_contribution)."""
+    return db._contrib.get(path, {})
+
+
 def knows_scopes(db: BinderState, path: str) -> bool:
     """Whether path's argument values are known scope by scope (it was resolved here,
     or in a worker that sent them), so that some of its scopes can be resolved alone."""
