@@ -115,6 +115,9 @@ class Invalidation:
     ) -> set[str]:
         raise NotImplementedError  # Index's
 
+    def _resolve_afresh(self, summaries: dict[str, FileSummary] | None = None) -> None:
+        raise NotImplementedError  # Index's
+
     def _remove(self, relpath: str) -> set[str]:
         self.ensure_engine()
         if relpath not in self.binder.summaries:
@@ -239,17 +242,27 @@ class Invalidation:
                 dependents = {
                     d for d in dependents if d in linked or self._mentions(d, names, holders)
                 }
+        as_built = True  # every dependent, resolved again as it stands, finds what it held
         for dep in sorted(dependents):
             summary_of_dep = self.binder.summaries.get(dep)
             if summary_of_dep is not None and self.binder.knows_scopes(dep):
                 scopes = set(range(len(summary_of_dep.scopes)))
-                passed_before[dep] = self.binder.passed_now(dep, scopes)
+                found, passed_before[dep] = self.binder.resolve_file(dep, scopes, FileFacts())
+                as_built = as_built and _same_scopes(found, self._facts.get(dep))
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed, bodies=bodies)
         if interface_changed:
             dependents |= self._dispatching_into(rel, {rel} | dependents)
         self._ids[rel] = factlib.scope_ids(summary)
         self._graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
+        if not as_built:
+            # What a build's rounds left a file with is not what it finds in the facts they
+            # ended with (a value set on another object's attribute after the build last
+            # resolved the scope reading it: sphinx's cpp domain reads
+            # env.current_document.cpp_last_symbol): resolving it again would give edges
+            # no build has, whatever the edit changed.
+            self._resolve_afresh()
+            return set(self.binder.summaries)
         changed = self._reresolve({rel} | dependents, (rel, edit) if edit else None, passed_before)
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
@@ -558,6 +571,13 @@ class Invalidation:
                     out.add(path)
                     break
         return out
+
+
+def _same_scopes(found: FileFacts, held: FileFacts | None) -> bool:
+    """Whether a resolution of a file's scopes found what held holds for them."""
+    tables = ("calls", "sites", "bases", "refs", "dense", "counts")
+    tables += ("outside_sites", "outside_bases")
+    return held is not None and all(getattr(found, t) == getattr(held, t) for t in tables)
 
 
 def _owners(names: set[str], *summaries: FileSummary) -> frozenset[str]:
