@@ -22,6 +22,7 @@ import pytest
 from support.library_env import APP, make_environment
 from support.planted import marks_left, plant, plant_interpreter
 
+from anchor_ls.batch import gittree
 from anchor_ls.batch.manifest import parse_lines
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
@@ -626,6 +627,39 @@ def test_batch_runs_no_filter_driver_and_leaves_the_blob(tmp_path: Path) -> None
     assert (out / "t1" / NAME / "a.dat").read_bytes() == b"pointer 3\n"
     assert (out / "t1" / NAME / "b.bin").read_bytes() == b"pointer 2\n"
     assert marks_left(marks) == []
+
+
+def test_a_commit_holding_a_path_no_checkout_writes_fails_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    # a tree made by hand with .git/config in it: git itself refuses to check it out, so
+    # the snapshot is refused with git's reason rather than written without the path
+    repo = tmp_path / NAME
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    blob = (
+        subprocess.run(
+            ["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
+            input=b"[core]\n\tfsmonitor = touch marked\n",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+
+    def tree(listing: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "mktree"], input=listing.encode(), capture_output=True
+        )
+        return done.stdout.decode().strip()
+
+    inner = tree(f"100644 blob {blob}\tconfig\n")
+    top = tree(f"040000 tree {inner}\t.git\n100644 blob {blob}\tok.py\n")
+    sha = _git(repo, "commit-tree", "-m", "evil", top)
+    with pytest.raises(gittree.GitError, match=r"invalid path '\.git/config'"):
+        gittree.materialize(repo, sha, tmp_path / "scratch" / NAME)
+    assert list((tmp_path / "scratch" / NAME).iterdir()) == []
 
 
 def _sigint_default() -> None:
