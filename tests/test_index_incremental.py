@@ -1155,10 +1155,73 @@ def test_a_dependent_the_build_left_short_of_a_value_stored_later_stays_as_built
     stores on self.last changes then; reader, in no class of Doc's, reads d.last and is
     not read again, so a build leaves it calling helper alone (sphinx's cpp domain reads
     env.current_document.cpp_last_symbol so). Resolved again with no edit, it calls
-    Sym.go: an edit of lib.py, whose helper reader calls, must leave it as a build does."""
+    Sym.go: an edit of lib.py, whose helper reader calls, must leave it as a build does.
+    The scopes of use.py whose resolution the edit does not change keep what the build
+    left them with, and nothing is resolved afresh (the repository was, once)."""
     index = built(tmp_path / "r", STORED_ELSEWHERE)
     assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
     edit(index, "lib.py", lambda text: text.replace("def helper():", "def helper(x=None):"))
+    assert index.stats().resolved_afresh == 0
     assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
     assert index.graph.to_json() == fresh_json(index.root)
     assert all_sites(index) == all_sites(built(tmp_path / "fresh", _texts(index.root)))
+    # An edit that changes what reader finds: a build finds neither what it held nor
+    # what it finds now (without helper, and without Sym.go).
+    edit(index, "lib.py", lambda text: text.replace("def helper(", "def assist("))
+    assert index.stats().resolved_afresh == 1
+    assert index.graph.out(CALLS, "use.py:reader") == []
+    assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_a_file_a_later_round_reaches_keeps_what_the_edit_did_not_change(
+    tmp_path: Path,
+) -> None:
+    """An edit of e.py's body passes take another function: use.py, which no edit names,
+    is resolved again in the rounds' second, and reader (left by the build short of the
+    Sym that set_last stores later) must stay as a build leaves it. Resolved whole in the
+    facts the round grew, it called Sym.go; its baseline is what it finds in the argument
+    facts before the edit (sphinx/util/inspect.py, reached so from an edit of
+    _type_comments.py, grew its own functions until the rounds ran out)."""
+    files = dict(STORED_ELSEWHERE)
+    files["use.py"] += "\n\ndef take(x):\n    x()\n"
+    files["e.py"] = (
+        "from use import take\n\n\ndef one():\n    pass\n\n\ndef two():\n    pass\n\n\n"
+        "def go():\n    take(one)\n"
+    )
+    index = built(tmp_path / "r", files)
+    assert index.graph.out(CALLS, "use.py:take") == ["e.py:one"]
+    edit(index, "e.py", lambda text: text.replace("take(one)", "take(two)"))
+    assert index.stats().resolved_afresh == 0
+    assert index.graph.out(CALLS, "use.py:take") == ["e.py:two"]
+    assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
+    assert index.graph.to_json() == fresh_json(index.root)
+    assert all_sites(index) == all_sites(built(tmp_path / "fresh", _texts(index.root)))
+
+
+def test_a_def_removed_or_moved_under_a_dependent_the_build_left_short(
+    tmp_path: Path,
+) -> None:
+    """spare is passed on to run.py's take: removing it drops the argument facts naming
+    it, and what use.py and run.py found before the edit is found before they are
+    dropped (after, take's x() found nothing either side and kept the call of a def
+    gone). A def inserted above moves lib.py's scopes: what they found before follows."""
+    files = dict(STORED_ELSEWHERE)
+    files["lib.py"] += "\n\ndef spare():\n    pass\n"
+    files["run.py"] = "def take(x):\n    x()\n"
+    files["use.py"] = files["use.py"].replace(
+        "from lib import helper\n", "from lib import helper, spare\nfrom run import take\n"
+    ) + ("\n\ndef pass_on():\n    take(spare)\n")
+    index = built(tmp_path / "r", files)
+    assert index.graph.out(CALLS, "run.py:take") == ["lib.py:spare"]
+    steps = [
+        (lambda text: text.replace("\n\ndef spare():\n    pass\n", ""), []),
+        (lambda text: "def first():\n    pass\n\n\n" + files["lib.py"], ["lib.py:spare"]),
+    ]
+    for n, (change, taken) in enumerate(steps):
+        edit(index, "lib.py", change)
+        assert index.stats().resolved_afresh == 0
+        assert index.graph.out(CALLS, "run.py:take") == taken
+        assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
+        assert index.graph.to_json() == fresh_json(index.root)
+        fresh = built(tmp_path / f"fresh{n}", _texts(index.root))
+        assert all_sites(index) == all_sites(fresh)

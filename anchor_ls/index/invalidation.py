@@ -112,10 +112,9 @@ class Invalidation:
         paths: set[str],
         edited: tuple[str, BodyEdit] | None = None,
         passed_before: dict[str, dict] | None = None,
+        found_before: dict[str, FileFacts] | None = None,
+        start: dict | None = None,
     ) -> set[str]:
-        raise NotImplementedError  # Index's
-
-    def _resolve_afresh(self, summaries: dict[str, FileSummary] | None = None) -> None:
         raise NotImplementedError  # Index's
 
     def _remove(self, relpath: str) -> set[str]:
@@ -219,51 +218,60 @@ class Invalidation:
             passed_before[rel] = self.binder.passed_now(
                 rel, edit.redo & set(range(len(old.scopes)))
             )
+        passers: set[str] = set()
+        keep: Callable[[str], bool] = bool
         if old is not None and interface_changed:
-            # Definitions added, removed or moved: facts naming a removed scope are dropped,
-            # the others follow their scope to its new index.
             passers = self.binder.passers(rel)
-            if gone:
-                dependents |= self._forget_values_into(rel, gone)
-            if not in_place:
-                # Only what names rel's scopes is rewritten: walking every file's facts
-                # and argument facts took 2-4 s of a def added above others on Django.
-                self.binder.renumber(rel, numbers, passers, gone, keep_own=edit is not None)
-                for holder in self._facts_naming(rel) if moves else ():
-                    self._facts[holder].renumber(rel, numbers)
-                if rel in self._facts and edit is not None:  # what they found follows them
-                    self._facts[rel].move_scopes(numbers)
             # Only files that name what changed, or that link to a changed definition, can
             # now resolve differently (and star importers).
             if names is not None:
                 changed = {n.decode() for n in names}
                 linked = self._linking_into(rel, (CALLS, INHERITS), lambda e: e.name in changed)
                 holders = self._holders(rel, changed)
-                dependents = {
-                    d for d in dependents if d in linked or self._mentions(d, names, holders)
-                }
-        as_built = True  # every dependent, resolved again as it stands, finds what it held
-        for dep in sorted(dependents):
+                keep = lambda d: d in linked or self._mentions(d, names, holders)  # noqa: E731
+        # What each dependent finds and passes as it stands (see rounds.reresolve): in the
+        # argument facts before the edit drops those naming rel's scopes gone (that is a
+        # change it makes), and before rel's scopes move, while the binder's facts and its
+        # summary agree.
+        found_before: dict[str, FileFacts] = {}
+        wanted = dependents | (self._forgetting_into(rel, gone) if gone else set())
+        for dep in sorted(d for d in wanted if keep(d)):
             summary_of_dep = self.binder.summaries.get(dep)
             if summary_of_dep is not None and self.binder.knows_scopes(dep):
                 scopes = set(range(len(summary_of_dep.scopes)))
-                found, passed_before[dep] = self.binder.resolve_file(dep, scopes, FileFacts())
-                as_built = as_built and _same_scopes(found, self._facts.get(dep))
+                found_before[dep], passed_before[dep] = self.binder.resolve_file(
+                    dep, scopes, FileFacts()
+                )
+        if gone:  # facts naming a removed scope are dropped
+            dependents |= self._forget_values_into(rel, gone)
+        dependents = {d for d in dependents if keep(d)}
+        found_before = {d: found for d, found in found_before.items() if d in dependents}
+        if old is not None and interface_changed and not in_place:
+            # Definitions moved: the others' facts follow their scope to its new index.
+            # Only what names rel's scopes is rewritten: walking every file's facts and
+            # argument facts took 2-4 s of a def added above others on Django.
+            self.binder.renumber(rel, numbers, passers, gone, keep_own=edit is not None)
+            for holder in self._facts_naming(rel) if moves else ():
+                self._facts[holder].renumber(rel, numbers)
+            if rel in self._facts and edit is not None:  # what they found follows them
+                self._facts[rel].move_scopes(numbers)
+            if moves or gone:  # a scope gone is named by no facts found after the edit
+                now = {i: -1 - i for i in gone} | numbers
+                for dep, found in found_before.items():
+                    found.renumber(rel, now)
+                    passed_before[dep] = moved_contribution(passed_before[dep], rel, numbers, gone)
         before = self._edge_files(rel)
         self.binder.put_file(summary, same_interface=not interface_changed, bodies=bodies)
         if interface_changed:
             dependents |= self._dispatching_into(rel, {rel} | dependents)
         self._ids[rel] = factlib.scope_ids(summary)
         self._graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-        if not as_built:
-            # What a build's rounds left a file with is not what it finds in the facts they
-            # ended with (a value set on another object's attribute after the build last
-            # resolved the scope reading it: sphinx's cpp domain reads
-            # env.current_document.cpp_last_symbol): resolving it again would give edges
-            # no build has, whatever the edit changed.
-            self._resolve_afresh()
-            return set(self.binder.summaries)
-        changed = self._reresolve({rel} | dependents, (rel, edit) if edit else None, passed_before)
+        # the argument facts before the edit, unless it dropped those naming a scope gone
+        start = None if gone else dict(self.binder.param_facts)
+        edited_now = (rel, edit) if edit else None
+        changed = self._reresolve(
+            {rel} | dependents, edited_now, passed_before, found_before, start
+        )
         if not interface_changed:  # the same ids: other files' tags move only with edges
             return {rel} | changed
         return {rel} | before | changed
@@ -436,6 +444,18 @@ class Invalidation:
         source = source or self._sources.get(rel, keep=False)
         return source is None or any(has_word(source, name) for name in maybe)
 
+    def _forgetting_into(self, rel: str, gone: Container[int]) -> set[str]:
+        """The files _forget_values_into(rel, gone) may return (a superset), before it."""
+        out: set[str] = set()
+        for src in self.binder.passers(rel):
+            for fn, params in self.binder.passed(src).items():
+                if (fn[0] == rel and fn[1] in gone) or any(
+                    names_scope(v, rel, gone) for values in params.values() for v in values
+                ):
+                    out.update((src, fn[0]))
+        out.discard(rel)
+        return out
+
     def _forget_values_into(self, rel: str, gone: Container[int] | None = None) -> set[str]:
         """Drop the argument facts that name rel's scopes (those in gone; None: all of
         them), keeping every other fact.
@@ -571,13 +591,6 @@ class Invalidation:
                     out.add(path)
                     break
         return out
-
-
-def _same_scopes(found: FileFacts, held: FileFacts | None) -> bool:
-    """Whether a resolution of a file's scopes found what held holds for them."""
-    tables = ("calls", "sites", "bases", "refs", "dense", "counts")
-    tables += ("outside_sites", "outside_bases")
-    return held is not None and all(getattr(found, t) == getattr(held, t) for t in tables)
 
 
 def _owners(names: set[str], *summaries: FileSummary) -> frozenset[str]:

@@ -720,6 +720,8 @@ class Index(Invalidation):
         paths: set[str],
         edited: tuple[str, BodyEdit] | None = None,
         passed_before: dict[str, dict] | None = None,
+        found_before: dict[str, FileFacts] | None = None,
+        start: dict | None = None,
     ) -> set[str]:
         """Resolve files again until argument flow settles (see rounds.reresolve); returns
         files whose tags moved."""
@@ -735,7 +737,15 @@ class Index(Invalidation):
             touched.update(self._apply_edges(rel))
 
         resolved, settled = reresolve(
-            self.binder, self._facts, paths, edited, passed_before or {}, before_file, after_file
+            self.binder,
+            self._facts,
+            paths,
+            edited,
+            passed_before or {},
+            before_file,
+            after_file,
+            found_before,
+            start,
         )
         if not settled:
             self._resolve_afresh()

@@ -309,6 +309,29 @@ class FileFacts:
             getattr(self, table).update(getattr(other, table))
         self.errors.extend(other.errors)
 
+    def scopes_differing(self, other: FileFacts) -> set[int]:
+        """The scopes for which other found something else than these facts (calls,
+        sites, bases, references, dense facts, counts, what was left outside)."""
+        out: set[int] = set()
+        for table in _BY_INDEX:
+            mine, theirs = getattr(self, table), getattr(other, table)
+            out.update(i for i in mine.keys() | theirs.keys() if _at(mine, i) != _at(theirs, i))
+        for table in _KEYED:
+            mine, theirs = getattr(self, table), getattr(other, table)
+            out.update(k[0] for k in mine.keys() | theirs.keys() if _at(mine, k) != _at(theirs, k))
+        return out
+
+    def of_scopes(self, scopes: Collection[int]) -> FileFacts:
+        """What these facts hold for those scopes alone (for replace_scopes)."""
+        out = FileFacts()
+        for table in _BY_INDEX:
+            into = getattr(out, table)
+            into.update((i, found) for i, found in getattr(self, table).items() if i in scopes)
+        for table in _KEYED:
+            into = getattr(out, table)
+            into.update((k, found) for k, found in getattr(self, table).items() if k[0] in scopes)
+        return out
+
     def move_scopes(self, numbers: dict[int, int]) -> None:
         """The file's own scopes moved (old index -> new; those left out are gone): what
         each found follows it, what the gone ones found is dropped (see renumber for the
@@ -362,6 +385,16 @@ class FileFacts:
                 }
                 keyed.clear()
                 keyed.update(renamed)
+
+
+# The tables of FileFacts keyed by scope index, and by (scope index, ...).
+_BY_INDEX = ("bases", "counts", "outside_sites", "outside_bases")
+_KEYED = ("calls", "sites", "via", "refs", "dense")
+_MISSING = object()
+
+
+def _at(table: dict, key: object) -> object:
+    return table.get(key, _MISSING)
 
 
 def pack_sites(sites: Iterable[tuple[str, Span]]) -> str:

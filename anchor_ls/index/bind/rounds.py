@@ -8,7 +8,8 @@ index hands them the binder with the summaries in it) and keep no state between 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 
 from anchor_ls.index.bind import lookup
@@ -75,9 +76,12 @@ def reresolve(
     baselines: dict[str, dict],
     before_file: Callable[[str], None],
     after_file: Callable[[str], None],
+    as_found: dict[str, FileFacts] | None = None,
+    start: dict | None = None,
 ) -> tuple[set[str], bool]:
     """Resolve files again until argument flow settles; returns the files resolved, and
-    whether it settled (False: the rounds ran out with files still to resolve).
+    whether it settled (False: the rounds ran out with files still to resolve, or a file
+    of as_found cannot tell what a build would leave it with: see _as_built).
 
     edited: a file whose first resolution here needs only the scopes an edit touched.
     baselines: what files of paths passed before the edit, resolved in the present
@@ -87,6 +91,18 @@ def reresolve(
     round read, and they passed other values than their baselines: on sphinx an import
     added to sphinx/util/docutils.py grew 7 functions' facts in other files).
     before_file and after_file are called around each file resolved.
+
+    as_found: what files of paths found before the edit, resolved in the present argument
+    facts, as baselines are what they passed. Such a file, resolved whole in any round,
+    keeps the facts it held for every scope that finds what it found before the edit,
+    and takes the new ones only for the scopes the edit changed (see _as_built).
+    start: the argument facts before the edit (None: not known). A file a later round
+    reaches is first resolved in them too, and what it finds and passes there is its
+    baseline, as if in as_found and baselines: resolved whole in the facts an edit's
+    round grew, a file the build left with facts its later rounds did not read again
+    found and passed more than the edit changed (sphinx/util/inspect.py, reached from an
+    edit of sphinx/ext/autodoc/_dynamic/_type_comments.py: its own functions grew round
+    after round until the rounds ran out, and the repository was resolved afresh).
 
     A build stops after MAX_ROUNDS with argument facts still growing (Django's fourth
     round resolves 1,334 files again). Without that baseline, the first edit of a file
@@ -100,10 +116,26 @@ def reresolve(
     SQLCompiler.compile and as_sql: 604 edges lost, 897 more). The caller resolves
     the whole repository again then."""
     todo = sorted(p for p in paths if p in binder.summaries)
+    # file -> what it found and passed before the edit, and its facts and what it passed
+    # as the build left them (see _as_built and _as_held)
+    before_facts = dict(as_found or {})
+    before_passed = {rel: baselines[rel] for rel in before_facts if rel in baselines}
+    held_facts = {rel: facts[rel] for rel in before_facts if rel in facts}
+    held_passed = {rel: binder.passed(rel) for rel in before_passed}
     resolved: set[str] = set()
     binder.shrunk.clear()
     for round_ in range(MAX_ROUNDS + 1):  # as many rounds as a build: no stale facts
         grown: set[tuple[str, int]] = set()
+        reached = [rel for rel in todo if rel not in resolved and binder.knows_scopes(rel)]
+        if round_ and reached and start is not None:
+            with _facts_as(binder, start):
+                for rel in reached:
+                    if rel in facts:
+                        n = len(binder.summaries[rel].scopes)
+                        before_facts[rel], before_passed[rel] = binder.resolve_file(
+                            rel, set(range(n)), FileFacts()
+                        )
+                        held_facts[rel], held_passed[rel] = facts[rel], binder.passed(rel)
         resolved.update(todo)
         for rel in todo:
             before_file(rel)
@@ -116,8 +148,17 @@ def reresolve(
                 file_facts, contrib = binder.resolve_file(rel, scopes, previous)
             else:
                 file_facts, contrib = binder.resolve_file(rel)
+                if rel in held_facts:
+                    scopes = range(len(binder.summaries[rel].scopes))
+                    kept = _as_built(file_facts, scopes, held_facts[rel], before_facts[rel])
+                    if kept is None:  # no fresh build's facts to keep, none to take
+                        return resolved, False
+                    file_facts = kept
             facts[rel] = file_facts
-            if baseline is not None:  # what the edit did not change is passed as held
+            if rel in before_passed:  # what the edit did not change is passed as held
+                differing = _differing(before_passed[rel], contrib)
+                contrib = _as_held(contrib, held_passed[rel], differing)
+            elif baseline is not None:
                 contrib = _as_held(contrib, binder.passed(rel), _differing(baseline, contrib))
             grown |= binder.set_contribution(rel, contrib)
             after_file(rel)
@@ -133,6 +174,21 @@ def reresolve(
         if not todo:
             return resolved, True
     return resolved, False
+
+
+@contextmanager
+def _facts_as(binder: Binder, param_facts: dict) -> Iterator[None]:
+    """The binder evaluates in other argument facts for a while."""
+    now = dict(binder.param_facts)
+    binder.param_facts.clear()
+    binder.param_facts.update(param_facts)
+    binder.forget_values()
+    try:
+        yield
+    finally:
+        binder.param_facts.clear()
+        binder.param_facts.update(now)
+        binder.forget_values()
 
 
 def _scopes_by_file(
@@ -202,6 +258,30 @@ def _mentions(value: object, names: set[str]) -> bool:
 
 def _fills(binder: Binder, fn: tuple[str, int]) -> list[str]:
     return lookup.module_names_grown(binder, *fn) if fn[0] in binder.summaries else []
+
+
+def _as_built(
+    found: FileFacts, scopes: Iterable[int], held: FileFacts, before: FileFacts
+) -> FileFacts | None:
+    """A file's facts after an edit: found (a resolution of its scopes, whole), but for the
+    scopes whose resolution found what it found before the edit (before), what held (its
+    facts as the build left them) holds for them. None when a scope the edit changed held
+    other than before: what a build would find for it is neither.
+
+    A build's facts are not always what resolving the file again in the facts its rounds
+    ended with finds: a value stored on an attribute after the build last resolved a
+    scope that reads it from outside the storing class (sphinx's cpp domain reads
+    env.current_document.cpp_last_symbol) is seen by no build, and by every resolution
+    after. Taken whole, an edit of another file settled with edges no build has (71 calls
+    edges of AliasTransform._render_symbol on sphinx); the whole repository was resolved
+    afresh for it then, as costly as a build."""
+    changed = before.scopes_differing(found)
+    if changed and not changed.isdisjoint(before.scopes_differing(held)):
+        return None
+    same = set(scopes) - changed
+    if same:
+        found.replace_scopes(same, held.of_scopes(same))
+    return found
 
 
 def _as_held(contrib: dict, held: dict, differing: set[tuple[str, int]]) -> dict:
