@@ -1225,3 +1225,30 @@ def test_a_def_removed_or_moved_under_a_dependent_the_build_left_short(
         assert index.graph.to_json() == fresh_json(index.root)
         fresh = built(tmp_path / f"fresh{n}", _texts(index.root))
         assert all_sites(index) == all_sites(fresh)
+
+
+# Each step hands its argument one call on: a build's last round resolves step_2, and
+# what it passes step_3 (a Job) is read by no round, so step_3's value.run() stays unlinked.
+SHORT_CHAIN = "".join(f"def step_{n}(value):\n    step_{n + 1}(value)\n\n\n" for n in range(3)) + (
+    "def step_3(value):\n    value.run()\n\n\n"
+    "class Job:\n    def run(self):\n        pass\n\n\n"
+    "def start():\n    step_0(Job())\n"
+)
+
+
+@pytest.mark.parametrize("added", ["import os\n\n\n", "X = 1\n\n\n"])
+def test_a_file_resolved_whole_passes_what_its_edit_did_not_change_as_held(
+    tmp_path: Path, added: str
+) -> None:
+    """An import or a name added above the chain changes the file's interface: it is
+    resolved whole again, and step_2 passes step_3 the Job it learned in the build's last
+    round. That is no change of the edit's (the file passed it as it stood too): taken in,
+    the rounds settled with step_3 -> Job.run, which no build has (pytest: an import added
+    to src/_pytest/mark/structures.py, get_empty_parameterset_mark -> MockConfig.getini)."""
+    index = built(tmp_path / "r", {"chain.py": SHORT_CHAIN})
+    assert index.graph.out(CALLS, "chain.py:step_2") == ["chain.py:step_3"]
+    assert index.graph.out(CALLS, "chain.py:step_3") == []
+    edit(index, "chain.py", lambda text: added + text)
+    assert index.stats().resolved_afresh == 0
+    assert index.graph.out(CALLS, "chain.py:step_3") == []
+    assert index.graph.to_json() == fresh_json(index.root)

@@ -298,11 +298,28 @@ def retract(db: BinderState, fns: set[tuple[str, int]]) -> set[str]:
                         todo.append(target)
                 per_scope[idx] = {}
                 files.add(path)
-    for path in files:
-        set_contribution(db, path, merge_contributions(db._scope_contrib[path]))
+    # A retraction takes values away, never adds one: an edit's file passes its
+    # contribution as held (rounds._as_held), its scopes' shares as found, and merged
+    # again they put back what it found past the build's last round (on pytest, the
+    # MockConfig that structures.py passes get_empty_parameterset_mark).
+    for path in sorted(files):
+        remaining = merge_contributions(db._scope_contrib[path])
+        set_contribution(db, path, _within(remaining, db._contrib.get(path, {})))
     db.shrunk.clear()
     db.forget_values()
     return files
+
+
+def _within(contrib: dict, held: dict) -> dict:
+    """contrib with only the values held has too (function -> parameter -> values)."""
+    out: dict = {}
+    for fn, params in contrib.items():
+        kept = held.get(fn, {})
+        both = {name: values & kept.get(name, EMPTY) for name, values in params.items()}
+        both = {name: values for name, values in both.items() if values}
+        if both:
+            out[fn] = both
+    return out
 
 
 def renumber(
