@@ -13,6 +13,7 @@ import pytest
 
 from anchor_ls.index import CALLS, IMPORTS, INHERITS, Index
 from anchor_ls.index.bind.rounds import MAX_ROUNDS
+from anchor_ls.index.state import FileFacts, Function
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example"
 
@@ -1252,3 +1253,16 @@ def test_a_file_resolved_whole_passes_what_its_edit_did_not_change_as_held(
     assert index.stats().resolved_afresh == 0
     assert index.graph.out(CALLS, "chain.py:step_3") == []
     assert index.graph.to_json() == fresh_json(index.root)
+
+
+def test_a_scope_found_calling_the_same_targets_in_another_order_is_not_changed() -> None:
+    """What a scope's sites call is a set, frozen into a tuple in the set's order (the hash
+    seed's, and renumber keeps the order from before): use.py's reader, found calling
+    lib.py:helper and Sym.go before the def inserted above helper and after it, came out
+    in the other order under PYTHONHASHSEED=2 and 7, counted as changed, and the edit
+    resolved the repository afresh."""
+    helper, go = Function("lib.py", 2), Function("sym.py", 2)
+    before = FileFacts(calls={(2, "call"): (helper, go)}, counts={2: (2, 0, 0)})
+    after = FileFacts(calls={(2, "call"): (go, helper)}, counts={2: (2, 0, 0)})
+    assert before.scopes_differing(after) == set()
+    assert before.scopes_differing(FileFacts(calls={(2, "call"): (helper,)})) == {2}

@@ -318,7 +318,8 @@ class FileFacts:
             out.update(i for i in mine.keys() | theirs.keys() if _at(mine, i) != _at(theirs, i))
         for table in _KEYED:
             mine, theirs = getattr(self, table), getattr(other, table)
-            out.update(k[0] for k in mine.keys() | theirs.keys() if _at(mine, k) != _at(theirs, k))
+            at = _targets_at if table == "calls" else _at
+            out.update(k[0] for k in mine.keys() | theirs.keys() if at(mine, k) != at(theirs, k))
         return out
 
     def of_scopes(self, scopes: Collection[int]) -> FileFacts:
@@ -395,6 +396,15 @@ _MISSING = object()
 
 def _at(table: dict, key: object) -> object:
     return table.get(key, _MISSING)
+
+
+def _targets_at(table: dict[tuple[int, str], Collection[Value]], key: object) -> object:
+    """What a scope's sites of a kind call, as the set it is: freeze makes it a tuple in
+    the set's order, which the hash seed sets (and renumber keeps the order from before):
+    compared as tuples, use.py's reader, found calling the same two functions before an
+    edit and after it, differed under some seeds, and the edit resolved afresh."""
+    found = table.get(key, _MISSING)
+    return found if found is _MISSING else frozenset(found)
 
 
 def pack_sites(sites: Iterable[tuple[str, Span]]) -> str:
