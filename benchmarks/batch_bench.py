@@ -210,6 +210,7 @@ def main() -> None:
         what = f"consecutive Django sdists ({archives[0].name} .. {archives[-1].name})"
     n = len(shas)
     name = repo.name[:-4] if repo.name.endswith(".git") else repo.name
+    DATA.mkdir(parents=True, exist_ok=True)  # --history on a fresh checkout made nothing yet
     with tempfile.TemporaryDirectory(prefix="batch-bench-", dir=DATA) as tmp:
         work = Path(tmp)
         manifest = work / "manifest.jsonl"
