@@ -1134,43 +1134,49 @@ def _texts(root: Path) -> dict[str, str]:
     return {p.name: p.read_text(encoding="utf-8") for p in root.glob("*.py")}
 
 
+# reader reads what set_last stores through last_of, whose parameters never grow: a
+# build reads last_of again once Doc's last holds more, and not its callers
 STORED_ELSEWHERE = {
     "doc.py": (
         "class Doc:\n    def __init__(self):\n        self.last = None\n\n"
-        "    def set_last(self, sym):\n        self.last = sym\n"
+        "    def set_last(self, sym):\n        self.last = sym\n\n\n"
+        "DOC = Doc()\n\n\ndef last_of():\n    return DOC.last\n"
     ),
     "sym.py": "class Sym:\n    def go(self):\n        pass\n",
     "lib.py": "def helper():\n    pass\n",
     "use.py": (
-        "from doc import Doc\nfrom lib import helper\nfrom sym import Sym\n\n\n"
+        "from doc import Doc, last_of\nfrom lib import helper\nfrom sym import Sym\n\n\n"
         "def setter(d: Doc):\n    d.set_last(Sym())\n\n\n"
-        "def reader(d: Doc):\n    helper()\n    d.last.go()\n"
+        "def reader(d: Doc):\n    helper()\n    last_of().go()\n"
     ),
 }
+READER_AS_BUILT = ["doc.py:last_of", "lib.py:helper"]
 
 
 def test_a_dependent_the_build_left_short_of_a_value_stored_later_stays_as_built(
     tmp_path: Path,
 ) -> None:
     """set_last learns its argument (a Sym) in the build's second round, and what it
-    stores on self.last changes then; reader, in no class of Doc's, reads d.last and is
-    not read again, so a build leaves it calling helper alone (sphinx's cpp domain reads
-    env.current_document.cpp_last_symbol so). Resolved again with no edit, it calls
-    Sym.go: an edit of lib.py, whose helper reader calls, must leave it as a build does.
+    stores on self.last changes then; last_of, which reads DOC.last, is read again, but
+    not reader, which calls it: a build leaves reader calling helper and last_of alone
+    (sphinx's cpp domain read env.current_document.cpp_last_symbol so, until the rounds
+    read again the readers of a stored attribute outside its class tree too). Resolved
+    again with no edit, it calls Sym.go: an edit of lib.py, whose helper reader calls,
+    must leave it as a build does.
     The scopes of use.py whose resolution the edit does not change keep what the build
     left them with, and nothing is resolved afresh (the repository was, once)."""
     index = built(tmp_path / "r", STORED_ELSEWHERE)
-    assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
+    assert index.graph.out(CALLS, "use.py:reader") == READER_AS_BUILT
     edit(index, "lib.py", lambda text: text.replace("def helper():", "def helper(x=None):"))
     assert index.stats().resolved_afresh == 0
-    assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
+    assert index.graph.out(CALLS, "use.py:reader") == READER_AS_BUILT
     assert index.graph.to_json() == fresh_json(index.root)
     assert all_sites(index) == all_sites(built(tmp_path / "fresh", _texts(index.root)))
     # An edit that changes what reader finds: a build finds neither what it held nor
     # what it finds now (without helper, and without Sym.go).
     edit(index, "lib.py", lambda text: text.replace("def helper(", "def assist("))
     assert index.stats().resolved_afresh == 1
-    assert index.graph.out(CALLS, "use.py:reader") == []
+    assert index.graph.out(CALLS, "use.py:reader") == ["doc.py:last_of"]
     assert index.graph.to_json() == fresh_json(index.root)
 
 
@@ -1194,7 +1200,7 @@ def test_a_file_a_later_round_reaches_keeps_what_the_edit_did_not_change(
     edit(index, "e.py", lambda text: text.replace("take(one)", "take(two)"))
     assert index.stats().resolved_afresh == 0
     assert index.graph.out(CALLS, "use.py:take") == ["e.py:two"]
-    assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
+    assert index.graph.out(CALLS, "use.py:reader") == READER_AS_BUILT
     assert index.graph.to_json() == fresh_json(index.root)
     assert all_sites(index) == all_sites(built(tmp_path / "fresh", _texts(index.root)))
 
@@ -1222,7 +1228,7 @@ def test_a_def_removed_or_moved_under_a_dependent_the_build_left_short(
         edit(index, "lib.py", change)
         assert index.stats().resolved_afresh == 0
         assert index.graph.out(CALLS, "run.py:take") == taken
-        assert index.graph.out(CALLS, "use.py:reader") == ["lib.py:helper"]
+        assert index.graph.out(CALLS, "use.py:reader") == READER_AS_BUILT
         assert index.graph.to_json() == fresh_json(index.root)
         fresh = built(tmp_path / f"fresh{n}", _texts(index.root))
         assert all_sites(index) == all_sites(fresh)
@@ -1266,3 +1272,47 @@ def test_a_scope_found_calling_the_same_targets_in_another_order_is_not_changed(
     after = FileFacts(calls={(2, "call"): (go, helper)}, counts={2: (2, 0, 0)})
     assert before.scopes_differing(after) == set()
     assert before.scopes_differing(FileFacts(calls={(2, "call"): (helper,)})) == {2}
+
+
+READ_FROM_OUTSIDE = {
+    "outcomes.py": (
+        "class Outcome(BaseException):\n    def __init__(self, msg=None):\n        self.msg = msg\n"
+    ),
+    "bad.py": (
+        "from outcomes import Outcome\n\n\ndef on_skip():\n    pass\n\n\n"
+        "def fail():\n    raise Outcome(on_skip)\n"
+    ),
+    "plugins.py": (
+        "from outcomes import Outcome\n\n\nclass Manager:\n"
+        "    def __init__(self):\n        self.skipped = []\n\n"
+        "    def load(self, run):\n        try:\n            run()\n"
+        "        except Outcome as e:\n            e.msg()\n"
+        "            self.skipped.append(e.msg)\n\n"
+        "    def other(self):\n        return 1\n"
+    ),
+}
+
+
+def test_a_value_stored_on_self_later_reaches_its_readers_outside_the_class(
+    tmp_path: Path,
+) -> None:
+    """Outcome.__init__ learns msg (on_skip) after the build's first round, and what it
+    stores on self.msg changes then; Manager.load reads e.msg from outside Outcome's
+    class tree. A build reads it again, so it finds what resolving plugins.py again in
+    the build's last facts finds, and an edit of another function of that file leaves a
+    fresh build's graph (pytest's PytestPluginManager.import_plugin: `except Skipped as
+    e: self.skipped_plugins.append((modname, e.msg or ""))`, its append unresolved
+    after a build and outside once the file was resolved again)."""
+    index = built(tmp_path / "r", READ_FROM_OUTSIDE)
+    assert index.graph.out(CALLS, "plugins.py:Manager.load") == ["bad.py:on_skip"]
+    rel = "plugins.py"
+    load = next(i for i, s in enumerate(index.binder.summaries[rel].scopes) if s.name == "load")
+    as_built = index._facts[rel]
+    index.ensure_engine()
+    again, _passed = index.binder.resolve_file(rel)
+    assert again.counts[load] == as_built.counts[load]
+    assert again.scopes_differing(as_built) == set()
+    edit(index, rel, lambda text: text.replace("return 1", "return 2"))
+    assert index.stats().resolved_afresh == 0
+    assert index.graph.to_json() == fresh_json(index.root)
+    assert all_sites(index) == all_sites(built(tmp_path / "fresh", _texts(index.root)))

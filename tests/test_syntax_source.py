@@ -12,7 +12,7 @@ from anchor_ls.syntax.encoding import declared_encoding
 from anchor_ls.syntax.parse import summarize
 from anchor_ls.syntax.source import UnreadableSource, decode_source
 from anchor_ls.syntax.summary import FileSummary, Scope
-from anchor_ls.syntax.words import may_mention, words_sketch
+from anchor_ls.syntax.words import may_mention, may_mention_of, words_sketch
 
 
 def scopes(summary: FileSummary) -> dict[str, Scope]:
@@ -254,3 +254,13 @@ def test_the_words_sketch_of_a_large_file_still_rules_out_most_absent_words() ->
     absent = [b"h%d" % i for i in range(2000)]
     assert sum(may_mention(words, w) for w in absent) < 0.02 * len(absent)
     assert may_mention(b"", b"anything")  # no sketch: nothing can be ruled out
+
+
+def test_many_names_asked_of_one_sketch_at_once_answer_as_one_at_a_time() -> None:
+    """may_mention_of reads a sketch once for a round's hundreds of names: the same
+    answer as may_mention of each."""
+    words = words_sketch(b"from m import helper\n\ndef run():\n    return helper.msg\n")
+    names = ["helper", "msg", "help", "zzz", "django.db", "run"]
+    probes = [(name, name.encode()) for name in names]
+    assert may_mention_of(words, probes) == {n for n, b in probes if may_mention(words, b)}
+    assert may_mention_of(b"", probes) == set(names)

@@ -61,6 +61,7 @@ class Binder(BinderState):
     renumber = flow.renumber
     passers = flow.passers
     scopes_reading = flow.scopes_reading
+    scopes_reading_attributes = flow.scopes_reading_attributes
     passed_by_scope = flow.passed_by_scope
     scope_contributions = flow.scope_contributions
     restore_passed = flow.restore_passed

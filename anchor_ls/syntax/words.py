@@ -28,6 +28,16 @@ def may_mention(words: bytes, name: bytes) -> bool:
     return at < len(table) and table[at] == probe
 
 
+def may_mention_of(words: bytes, names: list[tuple[str, bytes]]) -> set[str]:
+    """The names of names ((name, its bytes), ...) that a text whose sketch is words may
+    mention: one pass over the sketch for hundreds of names (may_mention each, asked of
+    every file of a repository round after round, cost as much as reading their bodies)."""
+    if not words:
+        return {name for name, _b in names}
+    table = set(memoryview(words).cast("I"))
+    return {name for name, b in names if (p := _probe(b)) is None or p in table}
+
+
 @functools.lru_cache(maxsize=4096)
 def _probe(name: bytes) -> int | None:
     """A name's hash, asked of hundreds of sketches in a row."""

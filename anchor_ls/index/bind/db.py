@@ -167,6 +167,7 @@ class Caches:
         "outer",
         "overrides",
         "read_attrs",
+        "read_elsewhere",
         "returned",
         "returns",
         "subclass_tree_sizes",
@@ -187,6 +188,7 @@ class Caches:
         # Read off bodies, for the scopes of whole class trees: kept from round to round
         # (each round asks for most of them again), dropped with the build's other caches.
         self.read_attrs: Memo[ScopeRef, frozenset[str]] = Memo(first_item, guard=False)
+        self.read_elsewhere: Memo[ScopeRef, frozenset[str]] = Memo(first_item, guard=False)
         self.tree_reads: Memo[ScopeRef, dict[str, list[ScopeRef]]] = Memo(guard=False)
         self.forget_values()
 
@@ -229,6 +231,7 @@ class Caches:
             self.inst_attrs,
             self.returned,
             self.read_attrs,
+            self.read_elsewhere,
             self.tree_reads,
             self.mro_found,  # found by what class bodies bind
             self.body_bound,

@@ -200,9 +200,9 @@ def _scopes_by_file(
 ) -> dict[str, set[int]]:
     """The scopes to resolve again once fns' parameters learned new values: the scopes
     that read those parameters (and, for the methods of storing, which set something
-    else on `self` now, the methods of the class that read it), and the callers of those
-    (returning) that now return or yield something else, or set something else on
-    `self`."""
+    else on `self` now, the methods of the class that read it, and the scopes of any
+    class that read it on an instance of theirs), and the callers of those (returning)
+    that now return or yield something else, or set something else on `self`."""
     out: dict[str, set[int]] = {}
     for fn in sorted(fns):  # in one order: the bases of a class are evaluated
         if fn[0] in binder.summaries:
@@ -213,6 +213,15 @@ def _scopes_by_file(
         for (idx, _kind), targets in file_facts.calls.items():
             if not wanted.isdisjoint(targets):
                 out.setdefault(rel, set()).add(idx)
+    # what a method stores on `self` is read outside its class tree too (`e.msg` of an
+    # exception caught): pytest's import_plugin read Skipped's msg so, and no round read
+    # it again once OutcomeException.__init__ learned msg
+    stored: dict[str, set[tuple[str, int]]] = {}
+    for (path, idx), names in storing.items():
+        for name in names:
+            stored.setdefault(name, set()).add((path, binder.scope(path, idx).parent))
+    for path, readers in binder.scopes_reading_attributes(stored, out).items():
+        out.setdefault(path, set()).update(readers)
     return out
 
 
@@ -270,11 +279,13 @@ def _as_built(
 
     A build's facts are not always what resolving the file again in the facts its rounds
     ended with finds: a value stored on an attribute after the build last resolved a
-    scope that reads it from outside the storing class (sphinx's cpp domain reads
-    env.current_document.cpp_last_symbol) is seen by no build, and by every resolution
-    after. Taken whole, an edit of another file settled with edges no build has (71 calls
-    edges of AliasTransform._render_symbol on sphinx); the whole repository was resolved
-    afresh for it then, as costly as a build."""
+    scope that reads it through what a function returns, a function whose parameters did
+    not grow (its callers are not read again), is seen by no build, and by every
+    resolution after (sphinx's cpp domain read env.current_document.cpp_last_symbol so
+    from outside the storing class, before the rounds read such readers again). Taken
+    whole, an edit of another file settled with edges no build has (71 calls edges of
+    AliasTransform._render_symbol on sphinx); the whole repository was resolved afresh
+    for it then, as costly as a build."""
     changed = before.scopes_differing(found)
     if changed and not changed.isdisjoint(before.scopes_differing(held)):
         return None
