@@ -629,6 +629,30 @@ def test_batch_runs_no_filter_driver_and_leaves_the_blob(tmp_path: Path) -> None
     assert marks_left(marks) == []
 
 
+def test_no_hook_of_the_repository_runs(tmp_path: Path) -> None:
+    # read-tree runs the repository's post-index-change hook when it writes an index file,
+    # even the scratch one: a hook in .git/hooks ran on every snapshot and every step
+    repo, marks = tmp_path / NAME, tmp_path / "marks"
+    marks.mkdir()
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    (repo / "m.py").write_text("def f():\n    return 2\n", "utf-8")
+    _git(repo, "commit", "-q", "-am", "two")
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    hooks = repo / ".git" / "hooks"
+    for name in ("post-index-change", "post-checkout", "reference-transaction", "pre-auto-gc"):
+        (hooks / name).write_text(f'#!/bin/sh\ntouch "{marks}/{name}"\n', "utf-8")
+        (hooks / name).chmod(0o755)
+    root = tmp_path / "scratch" / NAME
+    gittree.materialize(repo, shas[0], root)
+    gittree.move(repo, shas[0], shas[1], root)
+    assert (root / "m.py").read_text("utf-8") == "def f():\n    return 2\n"
+    assert marks_left(marks) == []
+
+
 def test_a_commit_holding_a_path_no_checkout_writes_fails_and_writes_nothing(
     tmp_path: Path,
 ) -> None:

@@ -19,9 +19,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
-# Nothing git could start on a repository's say: no fsmonitor hook, no pager; and the
-# bytes of a checkout by the commit's attributes alone, whoever's machine writes them.
+# Nothing git could start on a repository's say: no hook (read-tree runs the repository's
+# post-index-change hook when it writes even a scratch index file), no fsmonitor hook, no
+# pager; and the bytes of a checkout by the commit's attributes alone, whoever's machine
+# writes them.
 _SAFE_CONFIG = (
+    *("-c", "core.hooksPath=/dev/null"),
     *("-c", "core.fsmonitor=false", "-c", "core.pager=cat"),
     *("-c", "core.autocrlf=false", "-c", "core.eol=lf", "-c", "core.symlinks=true"),
     *("-c", "core.attributesFile=/dev/null"),
