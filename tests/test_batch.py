@@ -23,7 +23,8 @@ from support.library_env import APP, make_environment
 from support.planted import marks_left, plant, plant_interpreter
 
 from anchor_ls.batch import gittree
-from anchor_ls.batch.manifest import parse_lines
+from anchor_ls.batch.manifest import parse_lines, read_manifest
+from anchor_ls.batch.results import Results
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
 NAME = "shop"  # the repository folder's name: the snapshots' too
@@ -238,6 +239,52 @@ def test_bad_manifest_lines_are_rejected_with_the_reason_and_the_rest_kept() -> 
     for line in (15, 16):
         assert '"python" must be the path of an interpreter' in why[line][1]
     assert 3 not in why  # a blank line is no task and no error
+
+
+def test_ids_that_name_no_folder_or_no_results_line_are_rejected_up_front() -> None:
+    # 124 x "é" is 248 bytes: within a file name, but not with the ".XXXXXXXX" of its
+    # folder under DIR/.partial (the task failed with "File name too long" once indexed);
+    # "results.jsonl" failed as "appeared while this task ran" on every run; a lone
+    # surrogate (valid JSON: "\ud800") crashed the run on writing its results line
+    lines = [
+        json.dumps({"id": "é" * 100, "source": "/s"}),
+        json.dumps({"id": "é" * 124, "source": "/s"}),
+        json.dumps({"id": "results.jsonl", "source": "/s"}),
+        json.dumps({"id": "sur\ud800", "source": "/s"}),
+        json.dumps({"id": "path", "source": "/s\udce9"}),
+    ]
+    tasks, rejected = parse_lines(lines)
+    assert [t.line for t in tasks] == [1]
+    why = {r.line: r.error for r in rejected}
+    assert "longer than 200 bytes" in why[2]
+    assert "the name of the results file" in why[3]
+    assert "not valid Unicode" in why[4] and "not valid Unicode" in why[5]
+
+
+def test_a_manifest_line_ends_at_a_newline_only(tmp_path: Path) -> None:
+    # str.splitlines cut a line at the U+2028 a JSON string may hold as it is (json.dumps
+    # with ensure_ascii=False writes it so): the task was two broken lines; a BOM is no id
+    rows = [{"id": "a\u2028b", "source": "/s"}, {"id": "c\x85d", "source": "/s"}]
+    text = "\ufeff" + "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows)
+    (tmp_path / "m.jsonl").write_text(text, "utf-8", newline="")
+    tasks, rejected = read_manifest(tmp_path / "m.jsonl")
+    assert rejected == []
+    assert [(t.id, t.line) for t in tasks] == [("a\u2028b", 1), ("c\x85d", 2)]
+
+
+def test_a_results_line_holding_a_lone_surrogate_is_written_as_its_escape(
+    tmp_path: Path,
+) -> None:
+    # a path of bytes that are no UTF-8 reaches an error message as surrogates: writing
+    # the line raised UnicodeEncodeError and ended the run
+    out = Results(tmp_path / "out")
+    try:
+        out.write({"id": "a", "status": "failed", "error": "/r/caf\udce9.py: broken"})
+        out.write({"id": "b", "status": "ok"})
+    finally:
+        out.close()
+    assert [r["id"] for r in results(tmp_path / "out")] == ["a", "b"]
+    assert results(tmp_path / "out")[0]["error"] == "/r/caf\udce9.py: broken"
 
 
 def test_a_missing_manifest_is_a_refused_run(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from anchor_ls.batch.chain import PARTIAL
+from anchor_ls.batch.manifest import RESULTS_FILE
 
-RESULTS = "results.jsonl"
+RESULTS = RESULTS_FILE
 LOCK = ".lock"
 
 
@@ -39,7 +40,11 @@ class Results:
             raise Busy(f"another batch run is writing into {out}") from None
         # What a run stopped in the middle of (killed before it could clean up) is garbage.
         shutil.rmtree(out / PARTIAL, ignore_errors=True)
-        self._file = open(out / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
+        # backslashreplace: a lone surrogate (a path of bytes that are no UTF-8, in an
+        # error) is written as its JSON escape, \udce9, not a crash of the run
+        self._file = open(  # noqa: SIM115  (held for the run)
+            out / RESULTS, "a", encoding="utf-8", errors="backslashreplace"
+        )
         self.counts: dict[str, int] = {"ok": 0, "failed": 0, "skipped": 0}
 
     def done(self, ident: str) -> bool:
