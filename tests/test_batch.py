@@ -700,6 +700,48 @@ def test_no_hook_of_the_repository_runs(tmp_path: Path) -> None:
     assert marks_left(marks) == []
 
 
+def test_a_repository_is_named_by_its_top_folder_its_git_folder_or_a_bare_one(
+    tmp_path: Path,
+) -> None:
+    # git -C finds the repository above any folder: a folder inside one (or a folder of
+    # no repository that sits in one) was snapshotted as the whole repository under the
+    # folder's name; and NAME/.git gave a snapshot folder named ".git"
+    repo = tmp_path / NAME
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    sha = _git(repo, "rev-parse", "HEAD")
+    (repo / "untracked").mkdir()
+    bare = tmp_path / f"{NAME}.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    for good in (repo, repo / ".git", bare):
+        assert gittree.repository_problem(good) is None, good
+    for inside, top in ((repo / "pkg", repo), (repo / "untracked", repo)):
+        problem = gittree.repository_problem(inside)
+        assert problem is not None and "not the top of a repository" in problem, inside
+        assert str(top) in problem
+    problem = gittree.repository_problem(repo / ".git" / "objects")
+    assert problem is not None and "inside the git folder" in problem
+    assert gittree.repository_problem(repo / "pkg" / "m.py") == (
+        f"repository {repo / 'pkg' / 'm.py'}: not a folder"
+    )
+    manifest = write_manifest(
+        tmp_path / "m.jsonl",
+        [
+            {"id": "dotgit", "repo": str(repo / ".git"), "commit": sha},
+            {"id": "sub", "repo": str(repo / "pkg"), "commit": sha},
+        ],
+    )
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 1, done.stderr
+    assert last_status(out) == {"dotgit": "ok", "sub": "failed"}
+    assert os.listdir(out / "dotgit") == [NAME]
+    assert not (out / "sub").exists()
+
+
 def test_a_commit_holding_a_path_no_checkout_writes_fails_and_writes_nothing(
     tmp_path: Path,
 ) -> None:

@@ -94,8 +94,12 @@ def cache_folder(settings: Settings, where: str) -> Path:
 
 
 def _tree_name(where: str) -> str:
-    """The snapshot's folder name: the repository's (a bare `name.git` gives `name`)."""
-    name = Path(where).name
+    """The snapshot's folder name: the repository's (a bare `name.git` gives `name`, the
+    `.git` folder of a work tree `name/.git` its work tree's name)."""
+    path = Path(where)
+    if path.name == ".git":
+        path = path.parent
+    name = path.name
     return name[:-4] if name.endswith(".git") and len(name) > 4 else name or "repo"
 
 

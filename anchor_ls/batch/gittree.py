@@ -71,13 +71,27 @@ def git(
 
 
 def repository_problem(repo: str | Path) -> str | None:
-    """Why repo is no readable git repository (None when it is one)."""
+    """Why repo is no readable git repository (None when it is one): the top folder of a
+    work tree, its .git folder, or a bare repository. A folder inside one is refused:
+    git would find the repository above it, and the snapshot would be the whole
+    repository under the folder's name (as would a folder in no repository of its own
+    that sits inside one)."""
     if not Path(repo).is_dir():
-        return f"repository {repo}: no such folder"
+        return f"repository {repo}: {'not a folder' if Path(repo).exists() else 'no such folder'}"
     try:
-        git(repo, "rev-parse", "--git-dir")
+        out = git(repo, "rev-parse", "--is-inside-git-dir", "--absolute-git-dir", "--show-prefix")
     except GitError as err:
         return f"repository {repo}: {err}"
+    inside_git_dir, git_dir, *rest = os.fsdecode(out).split("\n")
+    if inside_git_dir == "true":
+        if os.path.realpath(git_dir) != os.path.realpath(repo):
+            return f"repository {repo}: a folder inside the git folder {git_dir}, not a repository"
+    elif rest and rest[0]:  # the path from the top of the work tree
+        try:
+            top = os.fsdecode(git(repo, "rev-parse", "--show-toplevel")).strip()
+        except GitError:
+            top = "another repository"
+        return f"repository {repo}: a folder inside {top}, not the top of a repository"
     return None
 
 
