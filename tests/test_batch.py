@@ -304,6 +304,31 @@ def test_zero_workers_or_chain_size_is_a_refused_run(tmp_path: Path, option: str
     assert not (tmp_path / "out").exists()
 
 
+def test_a_ray_that_cannot_be_joined_is_a_refused_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--ray auto` with no cluster running ended in ray's ConnectionError traceback (exit
+    # 1, not the 2 of a refused run) and left the driver's empty folder in the temp folder
+    import types
+
+    from anchor_ls.cli import main
+
+    def init(**_kwargs: object) -> None:
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(init=init))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    source = tmp_path / "src"
+    source.mkdir()
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": "a", "source": str(source)}])
+    code = main(["batch", str(manifest), "--out", str(tmp_path / "out"), "--ray", "auto"])
+    assert code == 2
+    said = capsys.readouterr().err
+    assert "could not join the Ray cluster at auto: ConnectionError: Could not find" in said
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
 # ----- outputs: pool, Ray, plain tag --out ----------------------------------------
 
 
