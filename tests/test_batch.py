@@ -329,6 +329,24 @@ def test_a_ray_that_cannot_be_joined_is_a_refused_run(
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def test_bad_manifest_lines_are_said_on_stderr_as_the_tasks_are(tmp_path: Path) -> None:
+    # they were only in results.jsonl: the progress lines counted "failed 0" and the run
+    # then ended "0 ok, 2 failed" with no failure shown
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    manifest = write_manifest(
+        tmp_path / "m.jsonl",
+        ["{broken", {"id": "../x", "source": str(source)}, {"id": "a", "source": str(source)}],
+    )
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 1, done.stderr
+    assert "manifest line 1: Expecting property name" in done.stderr
+    assert "manifest line 2: id '../x' is not a safe folder name" in done.stderr
+    assert last_status(out) == {"line 1": "failed", "../x": "failed", "a": "ok"}
+
+
 # ----- outputs: pool, Ray, plain tag --out ----------------------------------------
 
 
