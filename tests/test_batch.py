@@ -347,6 +347,23 @@ def test_bad_manifest_lines_are_said_on_stderr_as_the_tasks_are(tmp_path: Path) 
     assert last_status(out) == {"line 1": "failed", "../x": "failed", "a": "ok"}
 
 
+def test_a_snapshot_folder_has_the_mode_of_tag_outs(tmp_path: Path) -> None:
+    # DIR/<id> was made by mkdtemp, mode 0700: readable by the user who ran the batch
+    # alone, on the shared file system of a cluster too, where `tag --out`'s are 0755
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": "a", "source": str(source)}])
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    plain = tmp_path / "plain"
+    assert anchor_ls("tag", source, "--out", plain, "--cache", tmp_path / "c2").returncode == 0
+    mode = plain.stat().st_mode & 0o777
+    assert (out / "a").stat().st_mode & 0o777 == mode
+    assert (out / "a" / "src").stat().st_mode & 0o777 == mode
+
+
 # ----- outputs: pool, Ray, plain tag --out ----------------------------------------
 
 

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import resource
+import secrets
 import shutil
 import signal
 import socket
@@ -123,6 +124,19 @@ def _deadline(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def _private_folder(parent: Path, ident: str) -> Path:
+    """A new folder parent/<ident>.<random> with the mode the umask gives, as `tag --out`'s
+    folders have (mkdtemp's is 0700: DIR/<id> was readable by its owner alone, on a
+    shared file system too)."""
+    while True:
+        folder = parent / f"{ident}.{secrets.token_hex(4)}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+
+
 def _base(task: Task) -> dict[str, Any]:
     out: dict[str, Any] = {"id": task.id}
     if task.source is not None:
@@ -195,7 +209,7 @@ def _export(
         raise FileExistsError(f"{final} appeared while this task ran (another run?)")
     partial_root = out / PARTIAL
     partial_root.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f"{task.id}.", dir=partial_root))
+    partial = _private_folder(partial_root, task.id)
     try:
         snapshot = partial / name
         report = commands.export(
