@@ -362,6 +362,8 @@ def test_a_snapshot_folder_has_the_mode_of_tag_outs(tmp_path: Path) -> None:
     mode = plain.stat().st_mode & 0o777
     assert (out / "a").stat().st_mode & 0o777 == mode
     assert (out / "a" / "src").stat().st_mode & 0o777 == mode
+    # a source task's line has the figures of a repository's (it lacked "reindexed")
+    assert results(out)[0]["reindexed"] == 1
 
 
 # ----- outputs: pool, Ray, plain tag --out ----------------------------------------

@@ -295,6 +295,7 @@ def _from_source(task: Task, settings: Settings, start: float) -> dict[str, Any]
     )
     try:
         index.build()
+        reindexed = index.stats().reparsed
         figures = _export(task, index, _tree_name(str(root.resolve())), settings)
     finally:
         index.close()
@@ -302,6 +303,7 @@ def _from_source(task: Task, settings: Settings, start: float) -> dict[str, Any]
         **_base(task),
         "status": "ok",
         "index": "full",
+        "reindexed": reindexed,
         **figures,
         "seconds": round(time.perf_counter() - start, 3),
     }
