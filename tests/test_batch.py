@@ -864,6 +864,64 @@ def make_big_repo(root: Path, modules: int = 1500) -> tuple[Path, str]:
 
 @pytest.mark.slow
 @pytest.mark.e2e
+def test_a_worker_that_dies_fails_its_chain_and_the_other_chains_go_on(tmp_path: Path) -> None:
+    # A killed worker (the kernel's OOM killer, a crash) broke the process pool, and every
+    # task of the run failed with BrokenProcessPool, the queued chains' too.
+    generated, _sha = make_big_repo(tmp_path / "gen")
+    repo = tmp_path / "src" / NAME
+    (repo / "m.py").parent.mkdir(parents=True)
+    (repo / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "small")
+    shutil.copytree(generated / "big", repo / "big")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "big")  # a step that takes seconds
+    small, smalls = tmp_path / "small" / "lib", []
+    small.mkdir(parents=True)
+    _git(small, "init", "-q", "-b", "main")
+    for n in range(4):
+        (small / "lib.py").write_text(f"def g():\n    return {n}\n", "utf-8")
+        _git(small, "add", "-A")
+        _git(small, "commit", "-q", "-m", f"c{n}")
+        smalls.append(_git(small, "rev-parse", "HEAD"))
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    tasks = [{"id": f"big{n}", "repo": str(repo), "commit": sha} for n, sha in enumerate(shas)]
+    tasks += [{"id": f"s{n}", "repo": str(small), "commit": sha} for n, sha in enumerate(smalls)]
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks)
+    out = tmp_path / "out"
+    # one worker: the big chain first (manifest order), the small ones queued behind it
+    args = [ANCHOR_LS, "batch", manifest, "--out", out, "--workers", "1", "--chain-size", "2"]
+    args += ["--cache", tmp_path / "cache", "--work", tmp_path / "work"]
+    run = subprocess.Popen(list(map(str, args)), env=env(), stderr=subprocess.PIPE, text=True)
+    try:
+        results_file = out / "results.jsonl"
+        while run.poll() is None and not (
+            results_file.exists() and '"big0"' in results_file.read_text("utf-8")
+        ):
+            time.sleep(0.02)
+        first = results(out)[0]
+        assert first["id"] == "big0" and first["status"] == "ok"
+        os.kill(int(first["worker"].rpartition(":")[2]), signal.SIGKILL)  # now on big1
+        _, stderr = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, stderr
+    state = {r["id"]: r for r in results(out)}
+    assert state["big1"]["status"] == "failed"
+    assert "the worker died (signal 9, SIGKILL)" in state["big1"]["error"]
+    assert {i: r["status"] for i, r in state.items() if i != "big1"} == dict.fromkeys(
+        ["big0", "s0", "s1", "s2", "s3"], "ok"
+    )
+    assert not (out / "big1").exists()
+    again = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert again.returncode == 0, again.stderr
+    assert last_status(out)["big1"] == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("engine", ["pool", "ray"])
 def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
     fixture: tuple[Path, list[str], Path], tmp_path: Path, engine: str
