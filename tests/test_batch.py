@@ -24,7 +24,7 @@ from support.planted import marks_left, plant, plant_interpreter
 
 from anchor_ls.batch import gittree
 from anchor_ls.batch.manifest import parse_lines, read_manifest
-from anchor_ls.batch.results import Results
+from anchor_ls.batch.results import Results, last_results
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
 NAME = "shop"  # the repository folder's name: the snapshots' too
@@ -285,6 +285,21 @@ def test_a_results_line_holding_a_lone_surrogate_is_written_as_its_escape(
         out.close()
     assert [r["id"] for r in results(tmp_path / "out")] == ["a", "b"]
     assert results(tmp_path / "out")[0]["error"] == "/r/caf\udce9.py: broken"
+
+
+def test_a_results_line_cut_short_by_a_crash_does_not_swallow_the_next_runs_first(
+    tmp_path: Path,
+) -> None:
+    # the next run appended its first line to the damaged one: both were lost
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"id": "a", "status": "ok"}\n{"id": "b", "sta', "utf-8")
+    run = Results(out)
+    try:
+        run.write({"id": "c", "status": "skipped"})
+    finally:
+        run.close()
+    assert {i: r["status"] for i, r in last_results(out).items()} == {"a": "ok", "c": "skipped"}
 
 
 def test_a_missing_manifest_is_a_refused_run(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import IO, Any
@@ -45,6 +46,9 @@ class Results:
         self._file = open(  # noqa: SIM115  (held for the run)
             out / RESULTS, "a", encoding="utf-8", errors="backslashreplace"
         )
+        if not _ends_a_line(out / RESULTS):  # a run killed as it wrote: its line stays
+            self._file.write("\n")  # damaged, the next one is whole
+            self._file.flush()
         self.counts: dict[str, int] = {"ok": 0, "failed": 0, "skipped": 0}
 
     def done(self, ident: str) -> bool:
@@ -61,6 +65,16 @@ class Results:
         with contextlib.suppress(OSError):
             (self.out / PARTIAL).rmdir()  # empty unless a worker still writes (or was killed)
         self._lock.close()  # the file stays: removing it would race with a run starting
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file at path is empty or ends with a newline."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() == 0:
+            return True
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
 def last_results(out: Path) -> dict[str, dict[str, Any]]:
