@@ -819,6 +819,31 @@ def test_a_repository_is_named_by_its_top_folder_its_git_folder_or_a_bare_one(
     assert not (out / "sub").exists()
 
 
+def test_a_step_that_changes_gitattributes_writes_the_files_it_governs_again(
+    tmp_path: Path,
+) -> None:
+    # A commit that only adds `*.txt eol=crlf` changes the bytes git archive (and a fresh
+    # checkout) gives for every .txt file; a step wrote only the paths diff-tree names, so
+    # the chain's snapshot kept the LF bytes of the commit before (and its index, a.py's).
+    repo = tmp_path / NAME
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "notes.txt").write_text("one\ntwo\n", "utf-8")
+    (repo / "a.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    (repo / ".gitattributes").write_text("*.txt eol=crlf\n*.py eol=crlf\n", "utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "two")
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    moved, fresh = tmp_path / "moved" / NAME, tmp_path / "fresh" / NAME
+    gittree.materialize(repo, shas[0], moved)
+    gittree.move(repo, shas[0], shas[1], moved)
+    gittree.materialize(repo, shas[1], fresh)
+    assert (fresh / "notes.txt").read_bytes() == b"one\r\ntwo\r\n"
+    assert tree_bytes(moved) == tree_bytes(fresh)
+
+
 def test_a_commit_holding_a_path_no_checkout_writes_fails_and_writes_nothing(
     tmp_path: Path,
 ) -> None:

@@ -220,5 +220,15 @@ def move(repo: str | Path, old: str, new: str, root: Path) -> set[str]:
         if _safe(path):
             _remove(root / path)
             _prune_empty(root, path)
+    if any(path.rpartition("/")[2] == ".gitattributes" for path in (*gone, *put)):
+        # the bytes of files the commit did not change change too (eol, text,
+        # working-tree-encoding): every file is written again, by the new attributes
+        _checkout(repo, new, root, None)
+        return set(gone) | set(_tracked(repo, new))
     _checkout(repo, new, root, [path for path in put if _safe(path)])
     return set(gone) | set(put)
+
+
+def _tracked(repo: str | Path, sha: str) -> list[str]:
+    out = git(repo, "ls-tree", "-r", "-z", "--name-only", sha)
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
