@@ -40,6 +40,7 @@ from anchor_ls.agent.freshness import Freshness
 from anchor_ls.batch import gittree
 from anchor_ls.batch.manifest import Task
 from anchor_ls.index import EnvironmentProblem, Index
+from anchor_ls.index.roots import configures_roots
 from anchor_ls.tags import commands
 from anchor_ls.tags.apply import Reuse, TagError
 
@@ -177,9 +178,11 @@ class _Step:
         'rebuilt', the Python files parsed or indexed again)."""
         if self.index is not None and self.fresh is not None and self.sha is not None:
             assert self.root is not None
-            gittree.move(repo, self.sha, sha, self.root)
+            changed = gittree.move(repo, self.sha, sha, self.root)
             self.sha = sha
-            if self.settings.incremental:
+            # an update takes Python files; the roots pyproject.toml, setup.cfg, pytest.ini
+            # or tox.ini state are read again by a build alone
+            if self.settings.incremental and not any(map(configures_roots, changed)):
                 return "incremental", len(self.fresh.sync())
             self.fresh.build()  # the unchanged files' summaries come from the cache
             return "rebuilt", self.index.stats().reparsed
