@@ -1068,6 +1068,43 @@ def test_a_chain_interrupted_as_it_starts_leaves_no_scratch_tree(
     assert list(work.iterdir()) == []
 
 
+def test_a_stop_that_arrives_while_a_worker_has_another_thread_waits_for_the_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool worker has a second thread once it has put a result on its queue (the
+    queue's feeder). The cleanup blocked SIGTERM in the main thread's signal mask only, so
+    the kernel gave the signal to the feeder thread and the handler raised in the middle
+    of the removal all the same: Ctrl-C then left a scratch tree in the temp folder."""
+    import threading
+
+    from anchor_ls.batch import chain as chainlib
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    done = threading.Event()
+    feeder = threading.Thread(target=done.wait, daemon=True)  # signals unblocked
+    feeder.start()
+    removing = shutil.rmtree
+
+    def stopped_while_removing(path: object, *args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # to the process: any thread not blocking it
+        time.sleep(0.05)  # the handler runs in the main thread once a thread took it
+        removing(path, *args, **kwargs)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        monkeypatch.setattr(chainlib.shutil, "rmtree", stopped_while_removing)
+        work = tmp_path / "work"
+        settings = chainlib.Settings(out=str(tmp_path / "out"), work=str(work))
+        with pytest.raises(KeyboardInterrupt):
+            list(chainlib.run_chain(chainlib.Chain("repo", ()), settings))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        done.set()
+    assert list(work.iterdir()) == []
+
+
 def test_a_stop_that_arrives_while_a_chain_cleans_up_waits_for_the_cleanup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -378,16 +378,30 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
 def _uninterrupted() -> Iterator[None]:
     """SIGTERM and SIGINT wait until the block is done (then act): a pool worker's stop
     raises KeyboardInterrupt wherever it lands, and one landing in the removal of a
-    scratch tree left the tree behind. Only the main thread handles signals."""
-    block = getattr(signal, "pthread_sigmask", None)
-    if block is None or threading.current_thread() is not threading.main_thread():
+    scratch tree left the tree behind. Their handlers are swapped for one that notes them
+    (a blocked signal mask is the calling thread's alone: in a worker with another thread,
+    a multiprocessing queue's feeder or Ray's, the signal went to that thread and the
+    handler ran in the block all the same). Only the main thread handles signals."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = block(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    held: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        held.append(signum)
+
+    before = {  # a handler set outside Python (None) is left alone: it cannot be put back
+        sig: signal.signal(sig, hold)
+        for sig in (signal.SIGTERM, signal.SIGINT)
+        if signal.getsignal(sig) is not None
+    }
     try:
         yield
     finally:
-        block(signal.SIG_SETMASK, before)
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(held):
+            signal.raise_signal(sig)  # now, to the handler of before
 
 
 def _peak_mb() -> int:
