@@ -23,7 +23,8 @@ from support.library_env import APP, make_environment
 from support.planted import marks_left, plant, plant_interpreter
 
 from anchor_ls.batch import gittree
-from anchor_ls.batch.manifest import parse_lines
+from anchor_ls.batch.manifest import parse_lines, read_manifest
+from anchor_ls.batch.results import Results, last_results
 
 ANCHOR_LS = shutil.which("anchor-ls", path=str(Path(sys.executable).parent))
 NAME = "shop"  # the repository folder's name: the snapshots' too
@@ -240,6 +241,67 @@ def test_bad_manifest_lines_are_rejected_with_the_reason_and_the_rest_kept() -> 
     assert 3 not in why  # a blank line is no task and no error
 
 
+def test_ids_that_name_no_folder_or_no_results_line_are_rejected_up_front() -> None:
+    # 124 x "é" is 248 bytes: within a file name, but not with the ".XXXXXXXX" of its
+    # folder under DIR/.partial (the task failed with "File name too long" once indexed);
+    # "results.jsonl" failed as "appeared while this task ran" on every run; a lone
+    # surrogate (valid JSON: "\ud800") crashed the run on writing its results line
+    lines = [
+        json.dumps({"id": "é" * 100, "source": "/s"}),
+        json.dumps({"id": "é" * 124, "source": "/s"}),
+        json.dumps({"id": "results.jsonl", "source": "/s"}),
+        json.dumps({"id": "sur\ud800", "source": "/s"}),
+        json.dumps({"id": "path", "source": "/s\udce9"}),
+    ]
+    tasks, rejected = parse_lines(lines)
+    assert [t.line for t in tasks] == [1]
+    why = {r.line: r.error for r in rejected}
+    assert "longer than 200 bytes" in why[2]
+    assert "the name of the results file" in why[3]
+    assert "not valid Unicode" in why[4] and "not valid Unicode" in why[5]
+
+
+def test_a_manifest_line_ends_at_a_newline_only(tmp_path: Path) -> None:
+    # str.splitlines cut a line at the U+2028 a JSON string may hold as it is (json.dumps
+    # with ensure_ascii=False writes it so): the task was two broken lines; a BOM is no id
+    rows = [{"id": "a\u2028b", "source": "/s"}, {"id": "c\x85d", "source": "/s"}]
+    text = "\ufeff" + "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows)
+    (tmp_path / "m.jsonl").write_text(text, "utf-8", newline="")
+    tasks, rejected = read_manifest(tmp_path / "m.jsonl")
+    assert rejected == []
+    assert [(t.id, t.line) for t in tasks] == [("a\u2028b", 1), ("c\x85d", 2)]
+
+
+def test_a_results_line_holding_a_lone_surrogate_is_written_as_its_escape(
+    tmp_path: Path,
+) -> None:
+    # a path of bytes that are no UTF-8 reaches an error message as surrogates: writing
+    # the line raised UnicodeEncodeError and ended the run
+    out = Results(tmp_path / "out")
+    try:
+        out.write({"id": "a", "status": "failed", "error": "/r/caf\udce9.py: broken"})
+        out.write({"id": "b", "status": "ok"})
+    finally:
+        out.close()
+    assert [r["id"] for r in results(tmp_path / "out")] == ["a", "b"]
+    assert results(tmp_path / "out")[0]["error"] == "/r/caf\udce9.py: broken"
+
+
+def test_a_results_line_cut_short_by_a_crash_does_not_swallow_the_next_runs_first(
+    tmp_path: Path,
+) -> None:
+    # the next run appended its first line to the damaged one: both were lost
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"id": "a", "status": "ok"}\n{"id": "b", "sta', "utf-8")
+    run = Results(out)
+    try:
+        run.write({"id": "c", "status": "skipped"})
+    finally:
+        run.close()
+    assert {i: r["status"] for i, r in last_results(out).items()} == {"a": "ok", "c": "skipped"}
+
+
 def test_a_missing_manifest_is_a_refused_run(tmp_path: Path) -> None:
     done = anchor_ls("batch", tmp_path / "nope.jsonl", "--out", tmp_path / "out")
     assert done.returncode == 2
@@ -255,6 +317,68 @@ def test_zero_workers_or_chain_size_is_a_refused_run(tmp_path: Path, option: str
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].endswith(f"argument {option}: must be 1 or more, not 0")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_ray_that_cannot_be_joined_is_a_refused_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--ray auto` with no cluster running ended in ray's ConnectionError traceback (exit
+    # 1, not the 2 of a refused run) and left the driver's empty folder in the temp folder
+    import types
+
+    from anchor_ls.cli import main
+
+    def init(**_kwargs: object) -> None:
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(init=init))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    source = tmp_path / "src"
+    source.mkdir()
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": "a", "source": str(source)}])
+    code = main(["batch", str(manifest), "--out", str(tmp_path / "out"), "--ray", "auto"])
+    assert code == 2
+    said = capsys.readouterr().err
+    assert "could not join the Ray cluster at auto: ConnectionError: Could not find" in said
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_bad_manifest_lines_are_said_on_stderr_as_the_tasks_are(tmp_path: Path) -> None:
+    # they were only in results.jsonl: the progress lines counted "failed 0" and the run
+    # then ended "0 ok, 2 failed" with no failure shown
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    manifest = write_manifest(
+        tmp_path / "m.jsonl",
+        ["{broken", {"id": "../x", "source": str(source)}, {"id": "a", "source": str(source)}],
+    )
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 1, done.stderr
+    assert "manifest line 1: Expecting property name" in done.stderr
+    assert "manifest line 2: id '../x' is not a safe folder name" in done.stderr
+    assert last_status(out) == {"line 1": "failed", "../x": "failed", "a": "ok"}
+
+
+def test_a_snapshot_folder_has_the_mode_of_tag_outs(tmp_path: Path) -> None:
+    # DIR/<id> was made by mkdtemp, mode 0700: readable by the user who ran the batch
+    # alone, on the shared file system of a cluster too, where `tag --out`'s are 0755
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": "a", "source": str(source)}])
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    plain = tmp_path / "plain"
+    assert anchor_ls("tag", source, "--out", plain, "--cache", tmp_path / "c2").returncode == 0
+    mode = plain.stat().st_mode & 0o777
+    assert (out / "a").stat().st_mode & 0o777 == mode
+    assert (out / "a" / "src").stat().st_mode & 0o777 == mode
+    # a source task's line has the figures of a repository's (it lacked "reindexed")
+    assert results(out)[0]["reindexed"] == 1
 
 
 # ----- outputs: pool, Ray, plain tag --out ----------------------------------------
@@ -629,6 +753,126 @@ def test_batch_runs_no_filter_driver_and_leaves_the_blob(tmp_path: Path) -> None
     assert marks_left(marks) == []
 
 
+def test_no_hook_of_the_repository_runs(tmp_path: Path) -> None:
+    # read-tree runs the repository's post-index-change hook when it writes an index file,
+    # even the scratch one: a hook in .git/hooks ran on every snapshot and every step
+    repo, marks = tmp_path / NAME, tmp_path / "marks"
+    marks.mkdir()
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    (repo / "m.py").write_text("def f():\n    return 2\n", "utf-8")
+    _git(repo, "commit", "-q", "-am", "two")
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    hooks = repo / ".git" / "hooks"
+    for name in ("post-index-change", "post-checkout", "reference-transaction", "pre-auto-gc"):
+        (hooks / name).write_text(f'#!/bin/sh\ntouch "{marks}/{name}"\n', "utf-8")
+        (hooks / name).chmod(0o755)
+    root = tmp_path / "scratch" / NAME
+    gittree.materialize(repo, shas[0], root)
+    gittree.move(repo, shas[0], shas[1], root)
+    assert (root / "m.py").read_text("utf-8") == "def f():\n    return 2\n"
+    assert marks_left(marks) == []
+
+
+def test_a_repository_is_named_by_its_top_folder_its_git_folder_or_a_bare_one(
+    tmp_path: Path,
+) -> None:
+    # git -C finds the repository above any folder: a folder inside one (or a folder of
+    # no repository that sits in one) was snapshotted as the whole repository under the
+    # folder's name; and NAME/.git gave a snapshot folder named ".git"
+    repo = tmp_path / NAME
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    sha = _git(repo, "rev-parse", "HEAD")
+    (repo / "untracked").mkdir()
+    bare = tmp_path / f"{NAME}.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    for good in (repo, repo / ".git", bare):
+        assert gittree.repository_problem(good) is None, good
+    for inside, top in ((repo / "pkg", repo), (repo / "untracked", repo)):
+        problem = gittree.repository_problem(inside)
+        assert problem is not None and "not the top of a repository" in problem, inside
+        assert str(top) in problem
+    problem = gittree.repository_problem(repo / ".git" / "objects")
+    assert problem is not None and "inside the git folder" in problem
+    assert gittree.repository_problem(repo / "pkg" / "m.py") == (
+        f"repository {repo / 'pkg' / 'm.py'}: not a folder"
+    )
+    manifest = write_manifest(
+        tmp_path / "m.jsonl",
+        [
+            {"id": "dotgit", "repo": str(repo / ".git"), "commit": sha},
+            {"id": "sub", "repo": str(repo / "pkg"), "commit": sha},
+        ],
+    )
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 1, done.stderr
+    assert last_status(out) == {"dotgit": "ok", "sub": "failed"}
+    assert os.listdir(out / "dotgit") == [NAME]
+    assert not (out / "sub").exists()
+
+
+def test_a_step_that_changes_gitattributes_writes_the_files_it_governs_again(
+    tmp_path: Path,
+) -> None:
+    # A commit that only adds `*.txt eol=crlf` changes the bytes git archive (and a fresh
+    # checkout) gives for every .txt file; a step wrote only the paths diff-tree names, so
+    # the chain's snapshot kept the LF bytes of the commit before (and its index, a.py's).
+    repo = tmp_path / NAME
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "notes.txt").write_text("one\ntwo\n", "utf-8")
+    (repo / "a.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    (repo / ".gitattributes").write_text("*.txt eol=crlf\n*.py eol=crlf\n", "utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "two")
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    moved, fresh = tmp_path / "moved" / NAME, tmp_path / "fresh" / NAME
+    gittree.materialize(repo, shas[0], moved)
+    gittree.move(repo, shas[0], shas[1], moved)
+    gittree.materialize(repo, shas[1], fresh)
+    assert (fresh / "notes.txt").read_bytes() == b"one\r\ntwo\r\n"
+    assert tree_bytes(moved) == tree_bytes(fresh)
+
+
+def test_a_step_that_changes_the_roots_pyproject_states_builds_the_index_again(
+    tmp_path: Path,
+) -> None:
+    # pytest's pythonpath, added to pyproject.toml alone, makes lib/ a source root: `tag
+    # --out` links app.py to lib/helpers.py; an incremental step handed the index no
+    # Python file, so its snapshot had no tag at all
+    repo = tmp_path / NAME
+    (repo / "lib").mkdir(parents=True)
+    (repo / "lib" / "helpers.py").write_text("def h():\n    return 1\n", "utf-8")
+    (repo / "app.py").write_text("from helpers import h\n\n\ndef run():\n    return h()\n", "utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    (repo / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\npythonpath = ["lib"]\n', "utf-8"
+    )
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "two")
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    plain = plain_snapshots(repo, shas[1:], tmp_path / "ref")
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
+    out = tmp_path / "out"
+    done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    assert [r["index"] for r in results(out)] == ["full", "rebuilt"]
+    assert "lib/helpers.py:h" in (out / "t1" / NAME / "app.py").read_text("utf-8")
+    assert tree_bytes(out / "t1" / NAME) == tree_bytes(plain / "t0" / NAME)
+
+
 def test_a_commit_holding_a_path_no_checkout_writes_fails_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
@@ -685,6 +929,64 @@ def make_big_repo(root: Path, modules: int = 1500) -> tuple[Path, str]:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "big")
     return repo, _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_worker_that_dies_fails_its_chain_and_the_other_chains_go_on(tmp_path: Path) -> None:
+    # A killed worker (the kernel's OOM killer, a crash) broke the process pool, and every
+    # task of the run failed with BrokenProcessPool, the queued chains' too.
+    generated, _sha = make_big_repo(tmp_path / "gen")
+    repo = tmp_path / "src" / NAME
+    (repo / "m.py").parent.mkdir(parents=True)
+    (repo / "m.py").write_text("def f():\n    return 1\n", "utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "small")
+    shutil.copytree(generated / "big", repo / "big")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "big")  # a step that takes seconds
+    small, smalls = tmp_path / "small" / "lib", []
+    small.mkdir(parents=True)
+    _git(small, "init", "-q", "-b", "main")
+    for n in range(4):
+        (small / "lib.py").write_text(f"def g():\n    return {n}\n", "utf-8")
+        _git(small, "add", "-A")
+        _git(small, "commit", "-q", "-m", f"c{n}")
+        smalls.append(_git(small, "rev-parse", "HEAD"))
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    tasks = [{"id": f"big{n}", "repo": str(repo), "commit": sha} for n, sha in enumerate(shas)]
+    tasks += [{"id": f"s{n}", "repo": str(small), "commit": sha} for n, sha in enumerate(smalls)]
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks)
+    out = tmp_path / "out"
+    # one worker: the big chain first (manifest order), the small ones queued behind it
+    args = [ANCHOR_LS, "batch", manifest, "--out", out, "--workers", "1", "--chain-size", "2"]
+    args += ["--cache", tmp_path / "cache", "--work", tmp_path / "work"]
+    run = subprocess.Popen(list(map(str, args)), env=env(), stderr=subprocess.PIPE, text=True)
+    try:
+        results_file = out / "results.jsonl"
+        while run.poll() is None and not (
+            results_file.exists() and '"big0"' in results_file.read_text("utf-8")
+        ):
+            time.sleep(0.02)
+        first = results(out)[0]
+        assert first["id"] == "big0" and first["status"] == "ok"
+        os.kill(int(first["worker"].rpartition(":")[2]), signal.SIGKILL)  # now on big1
+        _, stderr = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, stderr
+    state = {r["id"]: r for r in results(out)}
+    assert state["big1"]["status"] == "failed"
+    assert "the worker died (signal 9, SIGKILL)" in state["big1"]["error"]
+    assert {i: r["status"] for i, r in state.items() if i != "big1"} == dict.fromkeys(
+        ["big0", "s0", "s1", "s2", "s3"], "ok"
+    )
+    assert not (out / "big1").exists()
+    again = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
+    assert again.returncode == 0, again.stderr
+    assert last_status(out)["big1"] == "ok"
 
 
 @pytest.mark.slow
@@ -763,6 +1065,43 @@ def test_a_chain_interrupted_as_it_starts_leaves_no_scratch_tree(
     settings = chainlib.Settings(out=str(tmp_path / "out"), work=str(work))
     with pytest.raises(KeyboardInterrupt):
         list(chainlib.run_chain(chainlib.Chain("repo", ()), settings))
+    assert list(work.iterdir()) == []
+
+
+def test_a_stop_that_arrives_while_a_worker_has_another_thread_waits_for_the_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool worker has a second thread once it has put a result on its queue (the
+    queue's feeder). The cleanup blocked SIGTERM in the main thread's signal mask only, so
+    the kernel gave the signal to the feeder thread and the handler raised in the middle
+    of the removal all the same: Ctrl-C then left a scratch tree in the temp folder."""
+    import threading
+
+    from anchor_ls.batch import chain as chainlib
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    done = threading.Event()
+    feeder = threading.Thread(target=done.wait, daemon=True)  # signals unblocked
+    feeder.start()
+    removing = shutil.rmtree
+
+    def stopped_while_removing(path: object, *args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # to the process: any thread not blocking it
+        time.sleep(0.05)  # the handler runs in the main thread once a thread took it
+        removing(path, *args, **kwargs)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        monkeypatch.setattr(chainlib.shutil, "rmtree", stopped_while_removing)
+        work = tmp_path / "work"
+        settings = chainlib.Settings(out=str(tmp_path / "out"), work=str(work))
+        with pytest.raises(KeyboardInterrupt):
+            list(chainlib.run_chain(chainlib.Chain("repo", ()), settings))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        done.set()
     assert list(work.iterdir()) == []
 
 

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import resource
+import secrets
 import shutil
 import signal
 import socket
@@ -39,6 +40,7 @@ from anchor_ls.agent.freshness import Freshness
 from anchor_ls.batch import gittree
 from anchor_ls.batch.manifest import Task
 from anchor_ls.index import EnvironmentProblem, Index
+from anchor_ls.index.roots import configures_roots
 from anchor_ls.tags import commands
 from anchor_ls.tags.apply import Reuse, TagError
 
@@ -94,8 +96,12 @@ def cache_folder(settings: Settings, where: str) -> Path:
 
 
 def _tree_name(where: str) -> str:
-    """The snapshot's folder name: the repository's (a bare `name.git` gives `name`)."""
-    name = Path(where).name
+    """The snapshot's folder name: the repository's (a bare `name.git` gives `name`, the
+    `.git` folder of a work tree `name/.git` its work tree's name)."""
+    path = Path(where)
+    if path.name == ".git":
+        path = path.parent
+    name = path.name
     return name[:-4] if name.endswith(".git") and len(name) > 4 else name or "repo"
 
 
@@ -117,6 +123,19 @@ def _deadline(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _private_folder(parent: Path, ident: str) -> Path:
+    """A new folder parent/<ident>.<random> with the mode the umask gives, as `tag --out`'s
+    folders have (mkdtemp's is 0700: DIR/<id> was readable by its owner alone, on a
+    shared file system too)."""
+    while True:
+        folder = parent / f"{ident}.{secrets.token_hex(4)}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
 
 
 def _base(task: Task) -> dict[str, Any]:
@@ -159,9 +178,11 @@ class _Step:
         'rebuilt', the Python files parsed or indexed again)."""
         if self.index is not None and self.fresh is not None and self.sha is not None:
             assert self.root is not None
-            gittree.move(repo, self.sha, sha, self.root)
+            changed = gittree.move(repo, self.sha, sha, self.root)
             self.sha = sha
-            if self.settings.incremental:
+            # an update takes Python files; the roots pyproject.toml, setup.cfg, pytest.ini
+            # or tox.ini state are read again by a build alone
+            if self.settings.incremental and not any(map(configures_roots, changed)):
                 return "incremental", len(self.fresh.sync())
             self.fresh.build()  # the unchanged files' summaries come from the cache
             return "rebuilt", self.index.stats().reparsed
@@ -191,7 +212,7 @@ def _export(
         raise FileExistsError(f"{final} appeared while this task ran (another run?)")
     partial_root = out / PARTIAL
     partial_root.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f"{task.id}.", dir=partial_root))
+    partial = _private_folder(partial_root, task.id)
     try:
         snapshot = partial / name
         report = commands.export(
@@ -277,6 +298,7 @@ def _from_source(task: Task, settings: Settings, start: float) -> dict[str, Any]
     )
     try:
         index.build()
+        reindexed = index.stats().reparsed
         figures = _export(task, index, _tree_name(str(root.resolve())), settings)
     finally:
         index.close()
@@ -284,6 +306,7 @@ def _from_source(task: Task, settings: Settings, start: float) -> dict[str, Any]
         **_base(task),
         "status": "ok",
         "index": "full",
+        "reindexed": reindexed,
         **figures,
         "seconds": round(time.perf_counter() - start, 3),
     }
@@ -355,16 +378,30 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
 def _uninterrupted() -> Iterator[None]:
     """SIGTERM and SIGINT wait until the block is done (then act): a pool worker's stop
     raises KeyboardInterrupt wherever it lands, and one landing in the removal of a
-    scratch tree left the tree behind. Only the main thread handles signals."""
-    block = getattr(signal, "pthread_sigmask", None)
-    if block is None or threading.current_thread() is not threading.main_thread():
+    scratch tree left the tree behind. Their handlers are swapped for one that notes them
+    (a blocked signal mask is the calling thread's alone: in a worker with another thread,
+    a multiprocessing queue's feeder or Ray's, the signal went to that thread and the
+    handler ran in the block all the same). Only the main thread handles signals."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = block(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    held: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        held.append(signum)
+
+    before = {  # a handler set outside Python (None) is left alone: it cannot be put back
+        sig: signal.signal(sig, hold)
+        for sig in (signal.SIGTERM, signal.SIGINT)
+        if signal.getsignal(sig) is not None
+    }
     try:
         yield
     finally:
-        block(signal.SIG_SETMASK, before)
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(held):
+            signal.raise_signal(sig)  # now, to the handler of before
 
 
 def _peak_mb() -> int:

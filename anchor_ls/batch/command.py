@@ -20,6 +20,8 @@ from anchor_ls.batch.manifest import ManifestError, read_manifest
 from anchor_ls.batch.progress import Progress
 from anchor_ls.batch.results import RESULTS, Busy, Results
 
+SHOWN_REJECTED = 20  # bad manifest lines printed (results.jsonl has every one)
+
 
 def _fail(message: str) -> int:
     print(f"anchor-ls: {message}", file=sys.stderr)
@@ -63,8 +65,14 @@ def run(args: argparse.Namespace) -> int:
     )
     start = time.monotonic()
     try:
-        for bad in rejected:
+        for n, bad in enumerate(rejected):
             results.write({"id": bad.id, "line": bad.line, "status": "failed", "error": bad.error})
+            # said here too: the progress counts only the tasks run, the summary all
+            if n < SHOWN_REJECTED:
+                print(f"anchor-ls: {bad.error}", file=sys.stderr)
+        if len(rejected) > SHOWN_REJECTED:
+            more = len(rejected) - SHOWN_REJECTED
+            print(f"anchor-ls: ... and {more} more bad manifest lines", file=sys.stderr)
         todo = []
         for task in tasks:
             if results.done(task.id):

@@ -19,9 +19,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
-# Nothing git could start on a repository's say: no fsmonitor hook, no pager; and the
-# bytes of a checkout by the commit's attributes alone, whoever's machine writes them.
+# Nothing git could start on a repository's say: no hook (read-tree runs the repository's
+# post-index-change hook when it writes even a scratch index file), no fsmonitor hook, no
+# pager; and the bytes of a checkout by the commit's attributes alone, whoever's machine
+# writes them.
 _SAFE_CONFIG = (
+    *("-c", "core.hooksPath=/dev/null"),
     *("-c", "core.fsmonitor=false", "-c", "core.pager=cat"),
     *("-c", "core.autocrlf=false", "-c", "core.eol=lf", "-c", "core.symlinks=true"),
     *("-c", "core.attributesFile=/dev/null"),
@@ -68,13 +71,27 @@ def git(
 
 
 def repository_problem(repo: str | Path) -> str | None:
-    """Why repo is no readable git repository (None when it is one)."""
+    """Why repo is no readable git repository (None when it is one): the top folder of a
+    work tree, its .git folder, or a bare repository. A folder inside one is refused:
+    git would find the repository above it, and the snapshot would be the whole
+    repository under the folder's name (as would a folder in no repository of its own
+    that sits inside one)."""
     if not Path(repo).is_dir():
-        return f"repository {repo}: no such folder"
+        return f"repository {repo}: {'not a folder' if Path(repo).exists() else 'no such folder'}"
     try:
-        git(repo, "rev-parse", "--git-dir")
+        out = git(repo, "rev-parse", "--is-inside-git-dir", "--absolute-git-dir", "--show-prefix")
     except GitError as err:
         return f"repository {repo}: {err}"
+    inside_git_dir, git_dir, *rest = os.fsdecode(out).split("\n")
+    if inside_git_dir == "true":
+        if os.path.realpath(git_dir) != os.path.realpath(repo):
+            return f"repository {repo}: a folder inside the git folder {git_dir}, not a repository"
+    elif rest and rest[0]:  # the path from the top of the work tree
+        try:
+            top = os.fsdecode(git(repo, "rev-parse", "--show-toplevel")).strip()
+        except GitError:
+            top = "another repository"
+        return f"repository {repo}: a folder inside {top}, not the top of a repository"
     return None
 
 
@@ -203,5 +220,15 @@ def move(repo: str | Path, old: str, new: str, root: Path) -> set[str]:
         if _safe(path):
             _remove(root / path)
             _prune_empty(root, path)
+    if any(path.rpartition("/")[2] == ".gitattributes" for path in (*gone, *put)):
+        # the bytes of files the commit did not change change too (eol, text,
+        # working-tree-encoding): every file is written again, by the new attributes
+        _checkout(repo, new, root, None)
+        return set(gone) | set(_tracked(repo, new))
     _checkout(repo, new, root, [path for path in put if _safe(path)])
     return set(gone) | set(put)
+
+
+def _tracked(repo: str | Path, sha: str) -> list[str]:
+    out = git(repo, "ls-tree", "-r", "-z", "--name-only", sha)
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]

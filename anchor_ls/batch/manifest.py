@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 POLICIES = ("auto", "topo", "inv", "dense")
+# bytes of the id's UTF-8, the folder name's: with the ".XXXXXXXX" of its folder under
+# DIR/.partial it stays under the 255 bytes of a file name
 MAX_ID_LENGTH = 200
+RESULTS_FILE = "results.jsonl"  # DIR/results.jsonl: no task's folder
 _ID_FORBIDDEN = frozenset('/\\\0:*?"<>|')
 _KNOWN = frozenset(
     {"id", "repo", "commit", "source", "policy", "max_items", "cross_file", "tests", "python"}
@@ -69,8 +72,12 @@ def id_problem(ident: object) -> str | None:
     """Why `ident` cannot name a folder of the output (None when it can)."""
     if not isinstance(ident, str) or not ident:
         return "id must be a non-empty string"
-    if len(ident) > MAX_ID_LENGTH:
-        return f"id is longer than {MAX_ID_LENGTH} characters"
+    try:
+        size = len(ident.encode("utf-8"))
+    except UnicodeEncodeError:  # "\ud800" in the JSON: no folder name, no results line
+        return f"id {ident!r} is not valid Unicode (it holds a lone surrogate)"
+    if size > MAX_ID_LENGTH:
+        return f"id is longer than {MAX_ID_LENGTH} bytes (UTF-8)"
     bad = sorted({c for c in ident if c in _ID_FORBIDDEN or ord(c) < 32})
     if bad:
         return f"id {ident!r} is not a safe folder name (it holds {''.join(bad)!r})"
@@ -80,13 +87,27 @@ def id_problem(ident: object) -> str | None:
         return f"id {ident!r} starts with '.' (reserved for the run's own folders)"
     if ident != ident.strip():
         return f"id {ident!r} starts or ends with white space"
+    if ident == RESULTS_FILE:
+        return f"id {ident!r} is the name of the results file"
     return None
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _task(raw: Any, line: int) -> Task:
     """A Task from one parsed line; ValueError says what is wrong with it."""
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
+    for key, value in raw.items():
+        for text in (key, value):
+            if isinstance(text, str) and not _valid_unicode(text):
+                raise ValueError(f"{key!r} is not valid Unicode (it holds a lone surrogate)")
     unknown = sorted(set(raw) - _KNOWN)
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(unknown)}")
@@ -162,7 +183,7 @@ def parse_lines(lines: list[str]) -> tuple[list[Task], list[Rejected]]:
 def read_manifest(path: str | Path) -> tuple[list[Task], list[Rejected]]:
     """parse_lines of the file at path; ManifestError when it cannot be read."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Notepad) is no text
     except FileNotFoundError:
         raise ManifestError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -171,4 +192,6 @@ def read_manifest(path: str | Path) -> tuple[list[Task], list[Rejected]]:
         raise ManifestError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
     except OSError as err:
         raise ManifestError(f"{path}: unreadable ({err.strerror or err})") from None
-    return parse_lines(text.splitlines())
+    # JSON Lines ends a line at "\n" only: str.splitlines also cuts at U+2028, U+0085 and
+    # others, which a JSON string may hold as they are (json.dumps(ensure_ascii=False))
+    return parse_lines(text.split("\n"))

@@ -30,7 +30,7 @@ _GRACE = 30.0  # seconds interrupted chains have to clean up
 
 
 class RayMissing(Exception):
-    """Ray is not installed."""
+    """Ray is not installed, or none could be started or joined (a refused run)."""
 
 
 def _ray_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
@@ -86,6 +86,10 @@ def run_ray(
             )
         else:
             ray.init(address=address, runtime_env=RUNTIME_ENV, log_to_driver=False)
+    except Exception as err:  # no cluster at `auto` or ADDRESS, a local one that fails
+        shutil.rmtree(neutral, ignore_errors=True)
+        where = "start a local Ray" if address is None else f"join the Ray cluster at {address}"
+        raise RayMissing(f"--ray: could not {where}: {type(err).__name__}: {err}") from None
     finally:
         os.chdir(here)
     seen: set[str] = set()
@@ -95,6 +99,7 @@ def run_ray(
             seen.add(result["id"])
             deliver(result)
 
+    running: dict[Any, Chain] = {}  # an interrupt while chains are planned stops none
     try:
         slots = int(ray.cluster_resources().get("CPU", 1))
         chains = plan.chains(tasks, slots, chain_size)

@@ -11,13 +11,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import IO, Any
 
 from anchor_ls.batch.chain import PARTIAL
+from anchor_ls.batch.manifest import RESULTS_FILE
 
-RESULTS = "results.jsonl"
+RESULTS = RESULTS_FILE
 LOCK = ".lock"
 
 
@@ -39,7 +41,14 @@ class Results:
             raise Busy(f"another batch run is writing into {out}") from None
         # What a run stopped in the middle of (killed before it could clean up) is garbage.
         shutil.rmtree(out / PARTIAL, ignore_errors=True)
-        self._file = open(out / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
+        # backslashreplace: a lone surrogate (a path of bytes that are no UTF-8, in an
+        # error) is written as its JSON escape, \udce9, not a crash of the run
+        self._file = open(  # noqa: SIM115  (held for the run)
+            out / RESULTS, "a", encoding="utf-8", errors="backslashreplace"
+        )
+        if not _ends_a_line(out / RESULTS):  # a run killed as it wrote: its line stays
+            self._file.write("\n")  # damaged, the next one is whole
+            self._file.flush()
         self.counts: dict[str, int] = {"ok": 0, "failed": 0, "skipped": 0}
 
     def done(self, ident: str) -> bool:
@@ -56,6 +65,16 @@ class Results:
         with contextlib.suppress(OSError):
             (self.out / PARTIAL).rmdir()  # empty unless a worker still writes (or was killed)
         self._lock.close()  # the file stays: removing it would race with a run starting
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file at path is empty or ends with a newline."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() == 0:
+            return True
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
 def last_results(out: Path) -> dict[str, dict[str, Any]]:

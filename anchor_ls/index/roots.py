@@ -33,6 +33,13 @@ _PYTEST_INI = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "t
 _MAX_CONFIG_BYTES = 1 << 20
 
 
+def configures_roots(relpath: str) -> bool:
+    """Whether the file is one whose text states source roots (a project's marker, pytest's
+    `pythonpath`): the roots are read again only by a build."""
+    name = posixpath.basename(relpath)
+    return name in PROJECT_MARKERS or any(name == ini for ini, _section in _PYTEST_INI)
+
+
 def states_a_root(relpath: str) -> bool:
     """Whether the file makes a source root of a folder by being there (a setup.py, a
     conftest.py): adding or removing it changes where other files' imports land."""
