@@ -984,9 +984,33 @@ def test_a_worker_that_dies_fails_its_chain_and_the_other_chains_go_on(tmp_path:
         ["big0", "s0", "s1", "s2", "s3"], "ok"
     )
     assert not (out / "big1").exists()
+    # the killed worker's scratch tree (no cleanup of its own ran) was removed by the
+    # worker that took the other chains after it
+    assert list((tmp_path / "work").iterdir()) == []
     again = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
     assert again.returncode == 0, again.stderr
     assert last_status(out)["big1"] == "ok"
+
+
+def test_a_dead_workers_scratch_tree_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    """A worker killed outright (the OOM killer) leaves its scratch tree, a whole checkout:
+    nothing removed them, and a long run on large repositories filled the disk."""
+    from anchor_ls.batch.chain import _scratch_prefix, _sweep_dead_scratch
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"{_scratch_prefix(gone.pid)}abc"
+    live = tmp_path / f"{_scratch_prefix(os.getpid())}abc"
+    other_host = tmp_path / f"anchor-ls-batch-elsewhere.example-{gone.pid}-abc"
+    unrelated = tmp_path / f"{_scratch_prefix(gone.pid)}file"
+    for folder in (dead, live, other_host):
+        (folder / NAME).mkdir(parents=True)
+        (folder / NAME / "m.py").write_text("x = 1\n", "utf-8")
+    unrelated.write_text("a file, not a tree\n", "utf-8")
+    _sweep_dead_scratch(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in (live, other_host, unrelated)
+    )
 
 
 @pytest.mark.slow

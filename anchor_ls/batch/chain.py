@@ -351,7 +351,9 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
     step: _Step | None = None
     try:  # made inside: an interrupt right after the scratch tree is made still removes it
         with _uninterrupted():  # and none between making it and knowing its name
-            scratch = Path(tempfile.mkdtemp(prefix="anchor-ls-batch-", dir=settings.work))
+            parent = settings.work or tempfile.gettempdir()
+            _sweep_dead_scratch(parent)
+            scratch = Path(tempfile.mkdtemp(prefix=_scratch_prefix(os.getpid()), dir=parent))
         step = _Step(settings, scratch)
         bad, ready = _ordered(chain)
         for result in bad:
@@ -372,6 +374,52 @@ def run_chain(chain: Chain, settings: Settings) -> Iterator[dict[str, Any]]:
                     step.reset()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+
+
+SCRATCH_PREFIX = "anchor-ls-batch-"
+
+
+def _scratch_prefix(pid: int) -> str:
+    """A scratch tree's name says the host and the worker that made it, so that another
+    worker can tell it was left by a worker now dead."""
+    host = "".join(c if c.isalnum() or c in "-." else "_" for c in socket.gethostname())
+    return f"{SCRATCH_PREFIX}{host}-{pid}-"
+
+
+def _sweep_dead_scratch(parent: str) -> None:
+    """Remove the scratch trees that workers of this host left when they were killed (the
+    OOM killer, kill -9: no cleanup runs then), each a whole repository's checkout: a long
+    run on large repositories filled the disk with them. A tree whose worker is alive, or
+    of another host or user, is left alone; a pid used again keeps its tree (never one
+    in use removed)."""
+    prefix = _scratch_prefix(0)[: -len("0-")]
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    me = os.getuid()
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        pid_text = entry.name[len(prefix) :].partition("-")[0]
+        try:
+            if not pid_text.isdigit() or entry.stat(follow_symlinks=False).st_uid != me:
+                continue
+            if not entry.is_dir(follow_symlinks=False) or _alive(int(pid_text)):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
 
 
 @contextlib.contextmanager
