@@ -99,3 +99,63 @@ def test_a_warm_start_holds_each_id_once_as_a_cold_build_does(tmp_path: Path) ->
     assert called == "pkg/pricing.py:price_of"
     assert called is warm.graph.entity(called).id  # type: ignore[union-attr]
     warm.close()
+
+
+def _many_files_repo(root: Path) -> list[str]:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("", "utf-8")
+    (root / "pkg" / "base.py").write_text("def helper():\n    return 1\n", "utf-8")
+    names = [f"pkg/m{i}.py" for i in range(6)]
+    for i, rel in enumerate(names):
+        (root / rel).write_text(
+            f"from pkg.base import helper\n\n\ndef f{i}():\n    return helper()\n", "utf-8"
+        )
+    return names
+
+
+def test_a_checkout_right_after_a_warm_start_keeps_the_other_files(tmp_path: Path) -> None:
+    """Files changed at once (a checkout) are resolved again with every other file held;
+    right after a warm start the binder held none (its engine is loaded lazily), and the
+    graph kept the changed files alone (base.py and its callers' edges gone)."""
+    root = tmp_path / "repo"
+    names = _many_files_repo(root)
+    Index(root, cache_dir=tmp_path / "cache", workers=1).build()
+    warm = Index(root, cache_dir=tmp_path / "cache", workers=1)
+    assert warm.build().reparsed == 0
+    for i, rel in enumerate(names):
+        (root / rel).write_text(
+            f"from pkg.base import helper\n\n\ndef g{i}():\n    return helper() + {i}\n", "utf-8"
+        )
+    warm.reload_files(names)
+    assert sorted(warm.graph.into(CALLS, "pkg/base.py:helper")) == [
+        f"pkg/m{i}.py:g{i}" for i in range(6)
+    ]
+    fresh = Index(root, use_cache=False, workers=1)
+    fresh.build()
+    assert warm.graph.to_json() == fresh.graph.to_json()
+    warm.close()
+
+
+def test_a_config_that_states_other_roots_moves_the_imports(tmp_path: Path) -> None:
+    """pytest's pythonpath added to pyproject.toml makes lib/ a source root: an update of
+    Python files alone never read it again, and `from helpers import h` stayed unresolved
+    until a rebuild (a server, mcp); a config that states the same roots costs nothing."""
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "helpers.py").write_text("def h():\n    return 1\n", "utf-8")
+    (root / "app.py").write_text("from helpers import h\n\n\ndef run():\n    return h()\n", "utf-8")
+    (root / "pyproject.toml").write_text('[project]\nname = "app"\n', "utf-8")
+    index = Index(root, cache_dir=tmp_path / "cache", workers=1)
+    index.build()
+    assert index.graph.into(CALLS, "lib/helpers.py:h") == []
+    (root / "pyproject.toml").write_text('[project]\nname = "app"\n# no roots\n', "utf-8")
+    assert index.reload_files(["pyproject.toml"]) == set()  # the same roots: nothing to do
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "app"\n\n[tool.pytest.ini_options]\npythonpath = ["lib"]\n', "utf-8"
+    )
+    index.reload_files(["pyproject.toml"])
+    assert index.graph.into(CALLS, "lib/helpers.py:h") == ["app.py:run"]
+    fresh = Index(root, use_cache=False, workers=1)
+    fresh.build()
+    assert index.graph.to_json() == fresh.graph.to_json()
+    index.close()

@@ -51,6 +51,7 @@ from anchor_ls.index.persistence import (
 )
 from anchor_ls.index.prefetch import Prefetch
 from anchor_ls.index.roots import (
+    configures_roots,
     folders_of,
     project_roots,
     stated_by_files,
@@ -635,19 +636,28 @@ class Index(Invalidation):
     def reload_files(self, relpaths: Iterable[str]) -> set[str]:
         """Re-read several files from disk at once (removals where they are gone); returns
         the relpaths whose facts changed. Up to AFRESH_MIN_FILES - 1 take an update each;
-        more (a checkout, a pull) are read and parsed, then every file is resolved again
-        as a build does: each update resolves its dependents again, and on Django the 38
-        files of 5.1 -> 5.1.1 cost 205 s that way against 35 s for a build (6 files of
-        5.1.1 -> 5.1.2: 73 s against 29 s)."""
+        more (a checkout, a pull), or a configuration file among them (configures_roots)
+        that states other source roots now, are read and parsed, then every file is
+        resolved again as a build does: each update resolves its dependents again, and on
+        Django the 38 files of 5.1 -> 5.1.1 cost 205 s that way against 35 s for a build (6
+        files of 5.1.1 -> 5.1.2: 73 s against 29 s)."""
+        wanted = set(relpaths)
+        configs = {rel for rel in wanted if configures_roots(rel) and not self.is_indexable(rel)}
         with self.lock:  # what is on disk as indexed (an event told twice) is left as it is
-            rels = [rel for rel in sorted(set(relpaths)) if not self._as_indexed(rel)]
-        if len(rels) < AFRESH_MIN_FILES:
+            rels = [rel for rel in sorted(wanted - configs) if not self._as_indexed(rel)]
+            # a pyproject.toml, setup.cfg, pytest.ini or tox.ini that states other roots now
+            # (pytest's pythonpath, a nested project): where every import lands may move
+            moved = bool(configs) and self._find_roots(sorted(self._hashes)) != self.roots
+        if len(rels) < AFRESH_MIN_FILES and not moved:
             changed: set[str] = set()
             for rel in rels:
                 changed |= self.reload_file(rel)
             return changed
         with self.lock, gc_paused():
             self._built = None
+            # after a warm start the binder holds no summary until the engine is loaded: a
+            # checkout of five files then resolved those five alone, every other file gone
+            self._ensure_engine()
             summaries = dict(self.binder.summaries)
             jobs: list[tuple[str, bytes, int]] = []
             for rel in rels:
@@ -679,8 +689,7 @@ class Index(Invalidation):
             if cache is not None and rows:  # the next build parses none of them again
                 cache.store_summaries(rows)
                 self._note_cache(cache)
-            if any(states_a_root(rel) for rel in rels):
-                self.roots = self._find_roots(sorted(summaries))
+            self.roots = self._find_roots(sorted(summaries))
             self._resolve_afresh(summaries)
             if self.externals is not None:  # the library files this read first
                 self.externals.save()
