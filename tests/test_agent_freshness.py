@@ -93,3 +93,21 @@ def test_a_deleted_file_and_a_deleted_folder_disappear(fresh: Freshness) -> None
     (root / "pkg").rmdir()
     assert fresh.sync() == ["pkg/__init__.py", "pkg/a.py"]
     assert fresh.index.graph.files() == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux only")
+def test_a_config_that_states_a_new_root_moves_the_imports(tmp_path: Path) -> None:
+    """An agent's session (mcp) took events of Python files alone: pytest's pythonpath
+    written into pyproject.toml left `from helpers import h` unresolved for good."""
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "helpers.py").write_text("def h():\n    return 1\n")
+    (root / "app.py").write_text("from helpers import h\n\n\ndef run():\n    return h()\n")
+    freshness = Freshness(Index(root, cache_dir=tmp_path / "cache"), watch=True)
+    freshness.build()
+    assert callers(freshness, "lib/helpers.py:h") == []
+    (root / "pytest.ini").write_text("[pytest]\npythonpath = lib\n")
+    freshness.sync()
+    assert callers(freshness, "lib/helpers.py:h") == ["app.py:run"]
+    freshness.close()
+    freshness.index.close()

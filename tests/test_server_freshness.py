@@ -508,3 +508,40 @@ async def test_a_client_that_cannot_watch_files_still_sees_the_disk_change(
     ed.path("pkg/touch.py").write_text("from .pricing import price_of\n" + later, "utf-8")
     await ed.until(lambda: shows("touched"), "a file written after the open one's disk change")
     assert await shows("audit_price"), "the disk overrode the open buffer"
+
+
+async def test_a_pyproject_that_states_a_new_root_moves_the_imports(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """pytest's pythonpath written into pyproject.toml makes lib/ a source root: the server
+    took events of Python files alone, and `from helpers import h` stayed unresolved until
+    a reindex. The client's event and, where it cannot watch files, the server's own watch
+    both bring it."""
+    root = tmp_path / "proj"
+    write_files(
+        root,
+        {
+            "pyproject.toml": '[project]\nname = "proj"\n',
+            "lib/helpers.py": "def h():\n    return 1\n",
+            "app.py": "from helpers import h\n\n\ndef run():\n    return h()\n",
+        },
+    )
+    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await ed.ready()
+
+    async def h_hint() -> str:
+        text = ed.text("lib/helpers.py")
+        hint = hint_on(await ed.hints("lib/helpers.py"), line_of(text, "def h("))
+        return label_text(hint) if hint is not None else ""
+
+    assert "run" not in await h_hint()
+    ed.path("pyproject.toml").write_text(
+        '[project]\nname = "proj"\n\n[tool.pytest.ini_options]\npythonpath = ["lib"]\n',
+        encoding="utf-8",
+    )
+    notify_disk(lsp, [(ed.uri("pyproject.toml"), types.FileChangeType.Changed)])
+
+    async def linked() -> bool:
+        return "run" in await h_hint()
+
+    await ed.until(linked, "the caller through the root pyproject.toml states")

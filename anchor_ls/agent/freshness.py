@@ -20,6 +20,7 @@ from anchor_ls.agent.watch import Watcher
 from anchor_ls.index import Index
 from anchor_ls.index.cache import content_hash
 from anchor_ls.index.files import SKIP_DIRS, Skipped, python_files
+from anchor_ls.index.roots import configures_roots
 
 # What a file's stat says about its content: change any of these and it is read again.
 Signature = tuple[int, int, int, int]
@@ -40,6 +41,7 @@ class Freshness:
         self._seen: dict[str, Signature] = {}
         self._folders: dict[str, int] = {}  # folder walked -> its mtime before it was listed
         self._links: list[str] = []  # symlinked files: their target changes elsewhere
+        self._configs: list[str] = []  # files stating source roots that events named
         self._watcher = Watcher.open(str(index.root)) if watch else None
         self.updated: float | None = None  # when the index was last found equal to the disk
 
@@ -112,6 +114,9 @@ class Freshness:
             names = self._rewalk() if self._folders_moved() else list(self._seen)
             return self._stats(names)
         changes = watcher.read()
+        # a pyproject.toml, setup.cfg, pytest.ini or tox.ini: the index reads the source
+        # roots it states again (Index.reload_files)
+        self._configs = sorted(n for n in changes.content | changes.names if configures_roots(n))
         seen = self._seen
         if (
             changes.lost
@@ -142,7 +147,8 @@ class Freshness:
         for rel in sorted(set(self._seen) - set(now)):
             if index.content_hash(rel) is not None or rel in index.problems:
                 changed.append(rel)  # gone: reading it removes it
-        index.reload_files(changed)  # many at once (a checkout): one resolution of all
+        configs, self._configs = self._configs, []
+        index.reload_files([*changed, *configs])  # many at once (a checkout): one resolution
         self._seen = now
         self.updated = time.time()
         return sorted(changed)

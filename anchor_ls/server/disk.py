@@ -22,6 +22,7 @@ from pygls.uris import from_fs_path, to_fs_path, uri_scheme
 from anchor_ls.agent.watch import Changes, Watcher
 from anchor_ls.index.cache import content_hash
 from anchor_ls.index.files import Skipped, python_files
+from anchor_ls.index.roots import configures_roots
 from anchor_ls.server.folders import Folder
 from anchor_ls.server.server import PYTHON_SUFFIXES, AnchorServer
 
@@ -69,12 +70,15 @@ async def apply_events(ls: AnchorServer, events: list[Event]) -> None:
         if event_uri in ls.workspace.text_documents:
             continue  # the open buffer, not the disk, is what the user sees
         located = ls.locate_all(event_uri)
+        path = Path(to_fs_path(event_uri) or "/") if uri_scheme(event_uri) == "file" else None
+        if not located and path is not None and configures_roots(path.name):
+            # the source roots it states: the index reads them again (Index.reload_files)
+            located = [(f, rel) for f in ls.folders if (rel := f.relpath(path)) is not None]
         for folder, relpath in located:
             files.setdefault(folder, set()).add(relpath)
         if located:
             continue
         await read_files()  # in order with the folders that come or go
-        path = Path(to_fs_path(event_uri) or "/") if uri_scheme(event_uri) == "file" else None
         created = kind == types.FileChangeType.Created
         if path is None or not (deleted or (created and path.is_dir())):
             continue  # a file created that is not Python
@@ -175,7 +179,7 @@ def _events_of(folder: Folder, watcher: Watcher, changes: Changes) -> list[Event
     root = folder.root
     events: list[Event] = []
     for rel in sorted(changes.content | changes.names):
-        if rel.endswith(PYTHON_SUFFIXES):
+        if rel.endswith(PYTHON_SUFFIXES) or configures_roots(rel):
             events.append(_file_event(root, rel))
     for rel in sorted(changes.folders):
         path = root / rel

@@ -24,6 +24,8 @@ CONFIG_TIMEOUT = 5.0
 WATCHERS = [
     types.FileSystemWatcher(glob_pattern="**/*.py"),
     types.FileSystemWatcher(glob_pattern="**/*.pyi"),
+    # files that state source roots (a nested project's marker, pytest's pythonpath)
+    types.FileSystemWatcher(glob_pattern="**/{pyproject.toml,setup.cfg,pytest.ini,tox.ini}"),
     # A folder deleted, or moved or copied in, arrives as one event for the folder, not
     # one per file.
     types.FileSystemWatcher(
