@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.library_env import make_environment
 from support.planted import marks_left, plant, plant_interpreter
 
 from anchor_ls.index import Index
@@ -265,3 +266,34 @@ def test_a_named_interpreter_that_never_answers_is_stopped_and_said(
     assert _gone(int(pid_file.read_text(encoding="utf-8")))
     assert not finished.exists()
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_relative_interpreter_is_the_one_in_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--python venv/bin/python` run from two projects names two environments: the answer
+    kept for one (its search path) is not the other's, though the two interpreters are
+    links to one base interpreter (same file, same modification time). And `./python`
+    is the file in the working folder, not a `python` found on PATH."""
+    pytest.importorskip("jedi")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    repo = tmp_path / "repo"
+    write_repo(repo)
+    found = {}
+    for name in ("one", "two"):
+        project, extra = tmp_path / name, tmp_path / f"{name}-packages"
+        extra.mkdir()
+        python = make_environment(project / "venv")
+        purelib = next((project / "venv" / "lib").glob("python*/site-packages"))
+        (purelib / "extra.pth").write_text(f"{extra}\n", encoding="utf-8")
+        monkeypatch.chdir(project)
+        found[name] = environment_for(Path("venv") / "bin" / "python", repo).paths
+        assert str(extra) in found[name], (name, found[name])
+        assert python.exists()
+    assert found["one"] != found["two"]
+    script = tmp_path / "one" / "python"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path / "one")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    assert environment_for("./python", repo).paths

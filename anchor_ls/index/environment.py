@@ -122,7 +122,9 @@ def asking(python: str | Path | Environment | None, root: Path) -> Environment |
         return python.outside(root)
     if python is None:
         return Environment(tuple(sys.path), typeshed_stdlib()).outside(root)
-    named = Path(python)
+    # Absolute: the answer kept for `venv/bin/python` is that of one working folder's, and
+    # jedi would look a bare name (`./python` is `python` to pathlib) up on PATH.
+    named = Path(python).absolute()
     try:
         stamp = named.stat().st_mtime_ns
     except OSError as err:
