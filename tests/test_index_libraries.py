@@ -447,3 +447,79 @@ def test_the_prefetch_follows_what_call_sites_reach_through_an_imported_name() -
         "os.path",
         "os.path.join",
     ]
+
+
+def test_a_method_a_library_base_defines_is_called_through_self_and_instances(
+    tmp_path: Path,
+) -> None:
+    """`self.setup(request)` in a view, `Client().get(url)` of a subclass of a library's
+    Session: the repository's class defines no such method, its base from outside does
+    (the commonest call of a library there is: Django's and DRF's `self.get_object()`).
+    The call reaches it one step out, as `super().name()` does."""
+    app = tmp_path / "app"
+    (app / "site").mkdir(parents=True)
+    (app / "site" / "__init__.py").write_text("", encoding="utf-8")
+    (app / "site" / "pages.py").write_text(
+        "from django.views.generic.base import TemplateView, View\n"
+        "from requests import Session\n\n\n"
+        "class Page(View):\n"
+        "    def get(self, request):\n"
+        "        self.setup(request)\n"
+        "        return self.dispatch(request)\n\n\n"
+        "class Home(TemplateView):\n"
+        "    def show(self):\n"
+        "        return self.render_to_response({})\n\n\n"
+        "class Client(Session):\n"
+        "    pass\n\n\n"
+        "def fetch(url):\n"
+        "    return Client().get(url).json()\n",
+        encoding="utf-8",
+    )
+    data = build(app, fake_environment(), use_cache=False).graph.to_json()
+    calls = {(e["src"], e["dst"]): e.get("via") for e in data["edges"] if e["kind"] == "calls"}
+    base = "ext:django.views.generic.base"
+    assert calls == {
+        ("site/pages.py:Page.get", f"{base}.View.setup"): "self",
+        ("site/pages.py:Page.get", f"{base}.View.dispatch"): "self",
+        ("site/pages.py:Home.show", f"{base}.TemplateResponseMixin.render_to_response"): "self",
+        ("site/pages.py:fetch", "site/pages.py:Client"): "constructor",
+        ("site/pages.py:fetch", "ext:requests.sessions.Session.get"): "attribute",
+        ("site/pages.py:fetch", "ext:requests.models.Response.json"): "flow",
+    }
+    without = build(app, Environment(), use_cache=False).graph.to_json()
+    internal = {k for k in calls if not k[1].startswith(EXTERNAL_PREFIX)}
+    assert {(e["src"], e["dst"]) for e in without["edges"] if e["kind"] == "calls"} == internal
+
+
+@pytest.mark.parametrize("start", ["outside", "inside"])
+def test_an_edit_that_moves_a_base_in_or_out_moves_the_self_calls_with_it(
+    tmp_path: Path, start: str
+) -> None:
+    """`self.setup()` of a subclass in another file reaches the library's method only
+    while the base's file puts a library class below it: an edit of that file alone
+    gives the graph a fresh build has."""
+    app = tmp_path / "app"
+    (app / "site").mkdir(parents=True)
+    (app / "site" / "__init__.py").write_text("", encoding="utf-8")
+    outside = "from django.views.generic import View\n\n\nclass Base(View):\n    pass\n"
+    inside = "class Base:\n    def setup(self, request):\n        pass\n"
+    before, after = (outside, inside) if start == "outside" else (inside, outside)
+    (app / "site" / "base.py").write_text(before, encoding="utf-8")
+    (app / "site" / "pages.py").write_text(
+        "from .base import Base\n\n\n"
+        "class Page(Base):\n"
+        "    def get(self, request):\n"
+        "        return self.setup(request)\n",
+        encoding="utf-8",
+    )
+    index = build(app, fake_environment(), use_cache=False)
+    (app / "site" / "base.py").write_text(after, encoding="utf-8")
+    index.update_file("site/base.py", after)
+    fresh = build(app, fake_environment(), use_cache=False).graph.to_json()
+    assert index.graph.to_json() == fresh
+    target = (
+        "ext:django.views.generic.base.View.setup"
+        if after is outside
+        else "site/base.py:Base.setup"
+    )
+    assert ("site/pages.py:Page.get", target) in edge_set(fresh, "calls")

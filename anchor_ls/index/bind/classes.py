@@ -355,6 +355,15 @@ def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Va
     return frozenset(out)
 
 
+def outside_attr(db: BinderState, cls: tuple[str, int], name: str) -> Values:
+    """`instance.name` where no class of cls's MRO in the repository binds or stores name:
+    the name on an instance of the first base from outside, as super_attr (`self.setup()`
+    under `class ArticleView(View)` is `View.setup`, for the library-aware index to
+    find); nothing where every base is the repository's."""
+    outside = first_outside_base(db, cls)
+    return frozenset({External(f"{outside.dotted}().{name}")}) if outside is not None else EMPTY
+
+
 def first_outside_base(db: BinderState, cls: tuple[str, int]) -> External | None:
     """The first base from outside the repository in cls's MRO, C3 over the repository's
     classes with each base from outside taken as a class without bases: in `class
