@@ -523,3 +523,53 @@ def test_an_edit_that_moves_a_base_in_or_out_moves_the_self_calls_with_it(
         else "site/base.py:Base.setup"
     )
     assert ("site/pages.py:Page.get", target) in edge_set(fresh, "calls")
+
+
+def test_a_package_installed_in_editable_mode_by_a_finder_is_found(tmp_path: Path) -> None:
+    """`pip install -e` of a flat-layout project (setuptools >= 64) puts no folder on
+    sys.path: a `__editable___NAME_finder.py` in site-packages maps the top-level name to
+    the project's folder at import time. Its MAPPING is read (a literal, never run), so a
+    sibling project under development is a library like any other; a mapping into the
+    repository (the repository installed editable) stays the repository's."""
+    app = tmp_path / "app"
+    (app / "site").mkdir(parents=True)
+    (app / "site" / "__init__.py").write_text("def run():\n    pass\n", encoding="utf-8")
+    (app / "site" / "pages.py").write_text(
+        "import mylib\nimport shadow\n\n\n"
+        "class Page(mylib.Base):\n"
+        "    def hook(self):\n"
+        "        return mylib.helper()\n\n\n"
+        "def other():\n"
+        "    return shadow.run()\n",
+        encoding="utf-8",
+    )
+    sibling = tmp_path / "sibling" / "mylib"
+    sibling.mkdir(parents=True)
+    (sibling / "__init__.py").write_text(
+        "class Base:\n    def hook(self):\n        pass\n\n\ndef helper():\n    pass\n",
+        encoding="utf-8",
+    )
+    site, ran = tmp_path / "site-packages", tmp_path / "ran"
+    site.mkdir()
+    finder = (
+        "import pathlib\n"
+        f"pathlib.Path({str(ran)!r}).touch()\n"
+        "MAPPING: dict[str, str] = {{'mylib': {mylib!r}, 'shadow': {shadow!r}}}\n"
+        "NAMESPACES: dict[str, list[str]] = {{}}\n"
+    ).format(mylib=str(sibling), shadow=str(app / "site"))
+    (site / "__editable___mylib_0_1_finder.py").write_text(finder, encoding="utf-8")
+    (site / "__editable__.mylib-0.1.pth").write_text(
+        "import __editable___mylib_0_1_finder; __editable___mylib_0_1_finder.install()\n",
+        encoding="utf-8",
+    )
+    index = build(app, Environment(paths=(str(site),)), use_cache=False)
+    data = index.graph.to_json()
+    assert edge_set(data, "inherits") == {("site/pages.py:Page", "ext:mylib.Base")}
+    assert edge_set(data, "overrides") == {("site/pages.py:Page.hook", "ext:mylib.Base.hook")}
+    assert ("site/pages.py:Page.hook", "ext:mylib.helper") in edge_set(data, "calls")
+    assert index.graph.unresolved("site/pages.py:Page.hook") == 0
+    external = {e["id"]: e["path"] for e in data["entities"] if e.get("external")}
+    assert external["ext:mylib.Base"] == str(sibling / "__init__.py")
+    assert not [p for p in external.values() if p.startswith(str(app))]
+    assert index.graph.unresolved("site/pages.py:other") == 1  # as a package not installed
+    assert not ran.exists()

@@ -13,6 +13,7 @@ importing it.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import importlib.machinery
@@ -54,6 +55,9 @@ class Environment:
     paths: tuple[str, ...] = ()
     stubs: tuple[str, ...] = ()
     python: str | None = None
+    # top-level name -> its folder or file, for packages installed in editable mode by a
+    # finder (see editable_mappings): looked up after the folders, as the import system does
+    editable: tuple[tuple[str, str], ...] = ()
 
     @property
     def active(self) -> bool:
@@ -75,12 +79,21 @@ class Environment:
             except OSError:
                 stamp = -1
             h.update(f"{folder}\0{stamp}\0".encode("utf-8", "surrogateescape"))
+        for name, target in self.editable:
+            h.update(f"{name}\0{target}\0".encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     def outside(self, root: Path) -> Environment:
         """This environment without the folders inside root (an editable install of the
-        repository puts it on sys.path: its files are the repository's, not a library's)."""
-        return Environment(_outside(self.paths, root), _outside(self.stubs, root), self.python)
+        repository puts it on sys.path, or maps its package there: its files are the
+        repository's, not a library's)."""
+        paths = _outside(self.paths, root)
+        editable = tuple(
+            (name, target)
+            for name, target in editable_mappings(paths)
+            if _outside_file(target, root)
+        )
+        return Environment(paths, _outside(self.stubs, root), self.python, editable)
 
 
 NO_ENVIRONMENT = Environment()
@@ -288,6 +301,69 @@ def _stop(env: object) -> None:
     if kill is not None:
         with contextlib.suppress(Exception):  # already gone
             kill()
+
+
+_FINDER_PREFIX, _FINDER_SUFFIX = "__editable___", "_finder.py"
+_FINDER_BYTES = 1 << 20  # setuptools writes a few KB; anything far larger is not one
+
+
+def editable_mappings(folders: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(top-level name, folder or file) of each package installed in editable mode by a
+    finder: `pip install -e` of a flat-layout project (setuptools >= 64) puts no folder on
+    sys.path but a `__editable___NAME_finder.py` in site-packages, whose MAPPING (a dict
+    literal) says where each name is. The file is parsed, never run; the first mapping of
+    a name wins, in folder order."""
+    out: dict[str, str] = {}
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(_FINDER_PREFIX) and name.endswith(_FINDER_SUFFIX):
+                for top, target in _finder_mapping(os.path.join(folder, name)):
+                    out.setdefault(top, target)
+    return tuple(out.items())
+
+
+def _finder_mapping(path: str) -> list[tuple[str, str]]:
+    """The `MAPPING = {...}` literal of a setuptools editable finder, read with ast."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_FINDER_BYTES + 1)
+        if len(data) > _FINDER_BYTES:
+            return []
+        tree = ast.parse(data)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == "MAPPING" and value is not None:
+            try:
+                mapping = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                return []
+            if not isinstance(mapping, dict):
+                return []
+            return [
+                (k, os.path.realpath(v))
+                for k, v in sorted(mapping.items(), key=lambda kv: str(kv[0]))
+                if isinstance(k, str)
+                and k.isidentifier()
+                and isinstance(v, str)
+                and v
+                and os.path.isabs(v)
+            ]
+    return []
+
+
+def _outside_file(path: str, root: Path) -> bool:
+    """Whether path is neither root nor inside it."""
+    real_root, real = os.path.realpath(root), os.path.realpath(path)
+    return real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
 def _outside(folders: tuple[str, ...], root: Path) -> tuple[str, ...]:

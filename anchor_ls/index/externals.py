@@ -263,8 +263,27 @@ class Externals:
             found = self._find(last, above.dirs, dotted) if above is not None else None
         else:
             found = self._find(dotted, self._folders, dotted, top=True)
+            if found is None:  # after every folder, as the finder is after PathFinder
+                found = self._editable(dotted)
         self._modules[dotted] = found
         return found
+
+    def _editable(self, name: str) -> Module | None:
+        """A top-level module installed in editable mode by a finder (Environment.editable):
+        the package folder or the module file (the path without its suffix) it maps to."""
+        target = dict(self.environment.editable).get(name)
+        if target is None:
+            return None
+        if os.path.isdir(target):
+            for suffix in _SOURCE_SUFFIXES:
+                init = os.path.join(target, f"__init__{suffix}")
+                if os.path.isfile(init):
+                    return Module(name, init, (target,))
+            return Module(name, None, (target,))
+        for suffix in _SOURCE_SUFFIXES:
+            if os.path.isfile(target + suffix):
+                return Module(name, target + suffix, ())
+        return None
 
     def _find(
         self, name: str, folders: tuple[str, ...], dotted: str, top: bool = False
