@@ -573,3 +573,30 @@ def test_a_package_installed_in_editable_mode_by_a_finder_is_found(tmp_path: Pat
     assert not [p for p in external.values() if p.startswith(str(app))]
     assert index.graph.unresolved("site/pages.py:other") == 1  # as a package not installed
     assert not ran.exists()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "a folder", "no folder"])
+def test_a_library_cache_that_cannot_be_used_is_said_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """A libraries.sqlite3 of garbage is rebuilt, one that cannot be opened (a folder in
+    its place, a user cache folder that is a file) is done without: either way the graph
+    is the one a sound cache gives, and the index says what happened to the cache, as it
+    does of its own (it said nothing: Externals kept the reason to itself)."""
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    expected = build(copy_app(tmp_path / "sound"), fake_environment(), use_cache=False)
+    store = xdg / "anchor-ls" / "libraries.sqlite3"
+    store.parent.mkdir(parents=True)
+    if damage == "garbage":
+        store.write_bytes(b"\x13 not a database " * 300)
+    elif damage == "a folder":
+        store.mkdir()
+    else:
+        shutil.rmtree(xdg)
+        xdg.write_text("a file where the user cache folder should be", encoding="utf-8")
+    index = build(copy_app(tmp_path), fake_environment(), cache_dir=tmp_path / "cache")
+    assert index.graph.to_json()["edges"] == expected.graph.to_json()["edges"]
+    said = [p.message for p in index.problems.values() if "libraries.sqlite3" in p.path]
+    assert len(said) == 1, index.problems
+    assert ("rebuilt" if damage == "garbage" else "libraries read every time") in said[0]

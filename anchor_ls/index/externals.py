@@ -389,7 +389,15 @@ class Externals:
                 self._use_cache = False
                 self.problem = f"library cache unusable ({err}); libraries read every time"
                 return None
+            self.problem = self._cache.take_problem() or self.problem  # rebuilt, foreign rows
         return self._cache
+
+    def take_problem(self) -> str | None:
+        """What went wrong with the library cache since last asked, once."""
+        if self._cache is not None:
+            self.problem = self._cache.take_problem() or self.problem
+        said, self.problem = self.problem, None
+        return said
 
     def _has_extension(self, folder: str, name: str) -> bool:
         """Whether folder holds a compiled module `name` (`name.cpython-311-...so`)."""

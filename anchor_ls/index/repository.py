@@ -18,7 +18,7 @@ from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, cache_dir_made, content_hash, default_cache_dir
 from anchor_ls.index.environment import Asking, Environment, asking
-from anchor_ls.index.externals import Externals
+from anchor_ls.index.externals import LIBRARY_CACHE, Externals, library_cache_folder
 from anchor_ls.index.files import (
     Problem,
     Skipped,
@@ -287,6 +287,7 @@ class Index(Invalidation):
             if saved is not None:
                 saved.result()
         self._note_cache(cache)
+        self._note_library_cache()
         self._built = stamp
         return self.stats()
 
@@ -506,6 +507,13 @@ class Index(Invalidation):
         if self.externals is not None:
             for path, why in sorted(self.externals.unreadable.items()):
                 self._problem(path, "library", f"{why}; its definitions are left out")
+
+    def _note_library_cache(self) -> None:
+        """What the library cache had to say (rebuilt, unusable: libraries are then read
+        every time), as one problem of its file."""
+        said = self.externals.take_problem() if self.externals is not None else None
+        if said:
+            self._problem(str(library_cache_folder() / LIBRARY_CACHE), "cache", said)
 
     def _counted_method_names(self) -> MethodNames:
         """The method names of the whole graph, counted once after a warm start (by the
