@@ -600,3 +600,29 @@ def test_a_library_cache_that_cannot_be_used_is_said_not_trusted(
     said = [p.message for p in index.problems.values() if "libraries.sqlite3" in p.path]
     assert len(said) == 1, index.problems
     assert ("rebuilt" if damage == "garbage" else "libraries read every time") in said[0]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX side of the stubs")
+def test_a_stub_that_star_imports_one_module_per_platform_leads_to_this_ones(
+    tmp_path: Path,
+) -> None:
+    """typeshed's os/path.pyi is `if sys.platform == "win32": from ntpath import *` else
+    `from posixpath import *`, asyncio's the same with windows_events and unix_events:
+    the first star import held the name, so every `os.path.join()` led to ntpath.pyi."""
+    if not typeshed_stdlib():
+        pytest.skip("needs jedi's typeshed stubs")
+    app = tmp_path / "app"
+    (app / "p").mkdir(parents=True)
+    (app / "p" / "__init__.py").write_text("", encoding="utf-8")
+    (app / "p" / "m.py").write_text(
+        "import asyncio\nimport os.path\n\n\n"
+        "def f(p):\n"
+        "    asyncio.SelectorEventLoop()\n"
+        "    return os.path.join(p, 'x')\n",
+        encoding="utf-8",
+    )
+    data = build(app, fake_environment(), use_cache=False).graph.to_json()
+    assert {d for s, d in edge_set(data, "calls") if s == "p/m.py:f"} == {
+        "ext:posixpath.join",
+        "ext:asyncio.unix_events._UnixSelectorEventLoop",
+    }

@@ -44,6 +44,15 @@ _ALWAYS_THERE = frozenset({"builtins", *sys.builtin_module_names})
 
 LIBRARY_CACHE = "libraries.sqlite3"
 
+# Modules of the other platform's side of a stub that star-imports one module per platform
+# under `if sys.platform == "win32"` (typeshed's os/path.pyi: ntpath or posixpath; asyncio:
+# windows_events or unix_events). The outline keeps no condition: these are looked in last.
+_OTHER_PLATFORM = (
+    frozenset({"posixpath", "posix", "unix_events"})
+    if sys.platform == "win32"
+    else frozenset({"ntpath", "nt", "windows_events", "windows_utils", "_winapi", "msvcrt"})
+)
+
 
 def library_cache_folder() -> Path:
     """Where library summaries are kept (LIBRARY_CACHE, beside the cache key): the user
@@ -487,7 +496,7 @@ class Externals:
                 found = self._evaluate(module, 0, binding.value, depth + 1)
                 if found is not None:
                     return found
-        for star in top.star_imports:
+        for star in _this_platform_first(top.star_imports):
             source = self._imported_module(module, star.module, star.level)
             if source is not None and source != module:
                 found = self._module_attr(source, name, depth + 1)
@@ -618,6 +627,13 @@ class Externals:
             return found
         builtins = self.module("builtins")
         return self._module_attr(builtins, name, depth + 1) if builtins is not None else None
+
+
+def _this_platform_first(stars: tuple[StarImport, ...]) -> tuple[StarImport, ...]:
+    """stars in order, those of the other platform's modules (_OTHER_PLATFORM) last."""
+    if len(stars) < 2:
+        return stars
+    return tuple(sorted(stars, key=lambda star: star.module.rpartition(".")[2] in _OTHER_PLATFORM))
 
 
 def _names_type(expr: Expr) -> bool:
