@@ -626,3 +626,29 @@ def test_a_stub_that_star_imports_one_module_per_platform_leads_to_this_ones(
         "ext:posixpath.join",
         "ext:asyncio.unix_events._UnixSelectorEventLoop",
     }
+
+
+def test_a_name_a_star_import_from_a_library_brings_is_called_there(tmp_path: Path) -> None:
+    """`from requests import *` then `get(url)`: no scope of the repository binds the name,
+    the library module does. The call was unresolved (as a typo would be); it reaches the
+    library's function, and a builtin is still the builtin. Adding a repository module of
+    that name takes the star import over, as a fresh build has it."""
+    app = tmp_path / "app"
+    (app / "p").mkdir(parents=True)
+    (app / "p" / "__init__.py").write_text("", encoding="utf-8")
+    (app / "p" / "m.py").write_text(
+        "from requests import *\n\n\ndef f(url):\n    len(url)\n    return session().get(url)\n",
+        encoding="utf-8",
+    )
+    index = build(app, fake_environment(), use_cache=False)
+    calls = {d for s, d in edge_set(index.graph.to_json(), "calls") if s == "p/m.py:f"}
+    assert calls == {"ext:requests.sessions.session", "ext:requests.sessions.Session.get"}
+    assert index.graph.unresolved("p/m.py:f") == 0
+    without = build(app, Environment(), use_cache=False)
+    assert without.graph.unresolved("p/m.py:f") == 0  # outside, as any call of a library
+    shadow = "def session():\n    pass\n"
+    (app / "requests.py").write_text(shadow, encoding="utf-8")
+    index.update_file("requests.py", shadow)
+    fresh = build(app, fake_environment(), use_cache=False).graph.to_json()
+    assert index.graph.to_json() == fresh
+    assert ("p/m.py:f", "requests.py:session") in edge_set(fresh, "calls")

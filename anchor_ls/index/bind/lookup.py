@@ -87,8 +87,26 @@ def _outer_of(db: BinderState, path: str, idx: int, name: str) -> Values:
                 break
         idx = scope.parent
     if result is None:
-        result = frozenset({External(f"builtins.{name}")}) if name in _BUILTINS else EMPTY
+        if name in _BUILTINS:
+            result = frozenset({External(f"builtins.{name}")})
+        else:
+            result = _outside_star(db, path, name)
     return result
+
+
+def _outside_star(db: BinderState, path: str, name: str) -> Values:
+    """A name that no scope of path binds nor a builtin is, where its module star-imports
+    modules from outside the repository (`from tkinter import *`): the name in each of
+    them, for the library-aware index to find (which one defines it is known only there;
+    the last is Python's when several do)."""
+    if name.startswith("_"):
+        return EMPTY
+    out = [
+        External(f"{module}.{name}")
+        for module, level, _pos in reversed(db.summaries[path].scopes[0].star_imports)
+        if level == 0 and module and db.modules.resolve(module, level, path) is None
+    ]
+    return frozenset(out)
 
 
 def reaching(
