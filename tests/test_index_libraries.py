@@ -652,3 +652,23 @@ def test_a_name_a_star_import_from_a_library_brings_is_called_there(tmp_path: Pa
     fresh = build(app, fake_environment(), use_cache=False).graph.to_json()
     assert index.graph.to_json() == fresh
     assert ("p/m.py:f", "requests.py:session") in edge_set(fresh, "calls")
+
+
+def test_the_repositorys_own_virtual_environment_is_a_library_folder(tmp_path: Path) -> None:
+    """`.venv` in the repository (uv's and poetry's in-project default) is where its
+    packages are: named (`--python .venv/bin/python`), its site-packages is read like any
+    other, though it lies inside the repository (the index lists none of its files). The
+    search path's folders of the repository proper stay the repository's."""
+    app = copy_app(tmp_path)
+    site = app / ".venv" / "lib" / "python3.11" / "site-packages"
+    shutil.copytree(SITE, site)
+    (app / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    stdlib = os.path.dirname(os.__file__)
+    env = Environment(paths=(str(site), str(app), str(app / "shop"), stdlib))
+    index = build(app, env, use_cache=False)
+    assert index.environment.paths == (str(site.resolve()), os.path.realpath(stdlib))
+    data = index.graph.to_json()
+    assert edge_set(data, "inherits") == EXPECTED_INHERITS
+    view = next(e for e in data["entities"] if e["id"] == "ext:django.views.generic.base.View")
+    assert view["path"] == str(site.resolve() / "django" / "views" / "generic" / "base.py")
+    assert index.stats().files == len([p for p in (app / "shop").iterdir() if p.suffix == ".py"])

@@ -360,6 +360,15 @@ def _finder_mapping(path: str) -> list[tuple[str, str]]:
     return []
 
 
+def _listed_in(folder: str, root: str) -> bool:
+    """Whether the index of root would list a file of folder (inside root): not one in a
+    virtual environment nor a folder it always skips."""
+    from anchor_ls.index.files import is_listed  # not in the asking process (a script)
+
+    rel = os.path.relpath(folder, root).replace(os.sep, "/")
+    return is_listed(Path(root), f"{rel}/_.py")
+
+
 def _outside_file(path: str, root: Path) -> bool:
     """Whether path is neither root nor inside it."""
     real_root, real = os.path.realpath(root), os.path.realpath(path)
@@ -368,7 +377,9 @@ def _outside_file(path: str, root: Path) -> bool:
 
 def _outside(folders: tuple[str, ...], root: Path) -> tuple[str, ...]:
     """The existing folders of folders (zip files are not read), resolved, each once, none
-    the working directory ('' included) nor inside root."""
+    the working directory ('' included) nor inside root, but for one whose files the
+    index of root never lists: the repository's own virtual environment (`.venv`, uv's
+    and poetry's in-project default) is where its packages are."""
     try:
         here = os.path.realpath(os.getcwd())
     except OSError:
@@ -379,7 +390,9 @@ def _outside(folders: tuple[str, ...], root: Path) -> tuple[str, ...]:
         if not folder:
             continue
         real = os.path.realpath(folder)
-        if real in (here, real_root) or real.startswith(real_root.rstrip(os.sep) + os.sep):
+        if real in (here, real_root):
+            continue
+        if real.startswith(real_root.rstrip(os.sep) + os.sep) and _listed_in(real, real_root):
             continue
         if os.path.isdir(real) and real not in out:
             out.append(real)
