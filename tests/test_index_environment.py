@@ -297,3 +297,23 @@ def test_a_relative_interpreter_is_the_one_in_the_working_folder(
     monkeypatch.chdir(tmp_path / "one")
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     assert environment_for("./python", repo).paths
+
+
+def test_a_running_process_asks_again_once_a_package_changed_the_search_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server keeps a named interpreter's answer in memory too: `pip install -e` of
+    a src-layout sibling (a new .pth in site-packages) while it runs must reach the next
+    build (anchor.reindex), as it reaches the next command line."""
+    pytest.importorskip("jedi")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    repo = tmp_path / "repo"
+    write_repo(repo)
+    python = make_environment(tmp_path / "venv")
+    before = environment_for(python, repo).paths
+    sibling = tmp_path / "sibling" / "src"
+    sibling.mkdir(parents=True)
+    purelib = next((tmp_path / "venv" / "lib").glob("python*/site-packages"))
+    (purelib / "__editable__.sibling-0.1.pth").write_text(f"{sibling}\n", encoding="utf-8")
+    after = environment_for(python, repo).paths
+    assert str(sibling) not in before and str(sibling) in after

@@ -143,15 +143,22 @@ def asking(python: str | Path | Environment | None, root: Path) -> Environment |
     except OSError as err:
         raise EnvironmentProblem(f"python {python}: {err.strerror or err}") from None
     key = (str(named), stamp)
-    if key not in _asked:
+    found, stamps = _asked.get(key, ((), {}))
+    if not found or _folder_stamps(found) != stamps:  # a package installed since: ask again
         kept = _kept_answer(named, stamp)
         if kept is None:
             return Asking(named, str(python), stamp, root)
-        _asked[key] = kept
-    return Environment(_asked[key], typeshed_stdlib(), str(python)).outside(root)
+        found = _remember(key, kept)
+    return Environment(found, typeshed_stdlib(), str(python)).outside(root)
 
 
-_asked: dict[tuple[str, int], tuple[str, ...]] = {}  # (interpreter, mtime) -> its sys.path
+# (interpreter, mtime) -> its sys.path and the mtime of each of its folders then
+_asked: dict[tuple[str, int], tuple[tuple[str, ...], dict[str, int]]] = {}
+
+
+def _remember(key: tuple[str, int], found: tuple[str, ...]) -> tuple[str, ...]:
+    _asked[key] = (found, _folder_stamps(found))
+    return found
 
 
 class Asking:
@@ -205,8 +212,7 @@ class Asking:
         if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
             why = said.get("problem") or err.decode(errors="replace").strip()[-500:]
             return EnvironmentProblem(f"python {self.python}: not a usable interpreter ({why})")
-        found = tuple(path)
-        _asked[(str(self._named), self._stamp)] = found
+        found = _remember((str(self._named), self._stamp), tuple(path))
         _keep_answer(self._named, self._stamp, found)
         return Environment(found, typeshed_stdlib(), self.python).outside(self._root)
 
