@@ -79,7 +79,8 @@ def test_each_fact_is_made_where_the_source_says(tmp_path: Path) -> None:
     assert g.sites("app/core.py:start", "app/core.py:on_done", REFERENCES) == [(10, 15, 10, 22)]
     assert g.sites("app/core.py:run", "app/config.py:TIMEOUT", CONST_REF) == [(7, 11, 7, 18)]
     assert g.sites("app/config.py", "env:HOME", ENV_VAR) == [(3, 18, 3, 24)]
-    assert g.sites("app/core.py:save", "io:file", IO_DEP) == [(13, 9, 13, 13)]
+    # `open(...)`, and `f.write(...)` of what `with open(...) as f` bound
+    assert g.sites("app/core.py:save", "io:file", IO_DEP) == [(13, 9, 13, 13), (14, 10, 14, 15)]
     # through the helper: the span is the test's own call of the helper
     assert g.sites("tests/test_core.py:test_go", "app/core.py:start", TEST_REF) == [(3, 11, 3, 13)]
     # a reference is not a call, and a call is not a reference

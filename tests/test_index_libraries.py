@@ -672,3 +672,22 @@ def test_the_repositorys_own_virtual_environment_is_a_library_folder(tmp_path: P
     view = next(e for e in data["entities"] if e["id"] == "ext:django.views.generic.base.View")
     assert view["path"] == str(site.resolve() / "django" / "views" / "generic" / "base.py")
     assert index.stats().files == len([p for p in (app / "shop").iterdir() if p.suffix == ".py"])
+
+
+def test_what_with_binds_from_a_library_is_what_its_enter_returns(tmp_path: Path) -> None:
+    """`with open(p) as fh: fh.read()`, the commonest way to read a file: `as` bound
+    nothing for a value from outside, so `fh.read()` was unresolved. It binds what
+    `__enter__` returns; typeshed's `_IOBase.__enter__(self) -> Self` is the instance it
+    is called on (a TextIOWrapper), not _IOBase."""
+    if not typeshed_stdlib():
+        pytest.skip("needs jedi's typeshed stubs")
+    app = tmp_path / "app"
+    (app / "p").mkdir(parents=True)
+    (app / "p" / "__init__.py").write_text("", encoding="utf-8")
+    (app / "p" / "m.py").write_text(
+        "def f(p):\n    with open(p) as fh:\n        return fh.read()\n", encoding="utf-8"
+    )
+    index = build(app, fake_environment(), use_cache=False)
+    calls = {d for s, d in edge_set(index.graph.to_json(), "calls") if s == "p/m.py:f"}
+    assert calls == {"ext:_io._TextIOBase.read"}
+    assert index.graph.unresolved("p/m.py:f") == 0

@@ -447,11 +447,12 @@ class Externals:
             return None
         current: Target | None = self.module(steps[0][0])
         for name, calls in steps[1:] if current is not None else ():
+            receiver = current.cls if isinstance(current, Instance) else None
             current = self._attribute(current, name, 0)
             for _ in range(calls):
                 if current is None:
                     break
-                current = self._call(current, 0)
+                current, receiver = self._call(current, 0, receiver), None
             if current is None:
                 return None
         return current
@@ -470,7 +471,12 @@ class Externals:
             return self._class_attr(target, name, depth + 1)
         return None
 
-    def _call(self, target: Target, depth: int) -> Target | None:
+    def _call(
+        self, target: Target, depth: int, receiver: Definition | None = None
+    ) -> Target | None:
+        """What calling target gives; receiver: the class of the instance a method was
+        read from, which a `-> Self` names (`open(p).__enter__()` is a TextIOWrapper,
+        though _IOBase defines `__enter__`)."""
         if depth > _MAX_DEPTH or isinstance(target, Module):
             return None
         if isinstance(target, Instance):
@@ -481,6 +487,8 @@ class Externals:
             return Instance(target)
         if scope.returns is None:
             return None
+        if receiver is not None and _names_self(scope.returns):
+            return Instance(receiver)
         made = self._evaluate(target.module, scope.parent, scope.returns, depth + 1, target)
         if isinstance(made, Definition) and self._scope(made).kind == "class":
             return Instance(made)
@@ -634,6 +642,12 @@ def _this_platform_first(stars: tuple[StarImport, ...]) -> tuple[StarImport, ...
     if len(stars) < 2:
         return stars
     return tuple(sorted(stars, key=lambda star: star.module.rpartition(".")[2] in _OTHER_PLATFORM))
+
+
+def _names_self(expr: Expr) -> bool:
+    """`Self` (`typing.Self`), as a return annotation names it."""
+    name = expr[1] if expr[0] == "n" else expr[2] if expr[0] == "a" else None
+    return name == "Self"
 
 
 def _names_type(expr: Expr) -> bool:

@@ -329,6 +329,8 @@ def entered(db: BinderState, values: Values) -> Values:
             out |= yields(db, v.scope)
         elif isinstance(v, INSTANCES):
             out.add(v)
+        elif isinstance(v, External):  # `with open(p) as f`: what its __enter__ returns
+            out.add(External(f"{v.dotted}.__enter__()"))
     return frozenset(out)
 
 
