@@ -844,12 +844,13 @@ def test_a_step_that_changes_gitattributes_writes_the_files_it_governs_again(
     assert tree_bytes(moved) == tree_bytes(fresh)
 
 
-def test_a_step_that_changes_the_roots_pyproject_states_builds_the_index_again(
+def test_a_step_that_changes_the_roots_pyproject_states_reads_them_again(
     tmp_path: Path,
 ) -> None:
     # pytest's pythonpath, added to pyproject.toml alone, makes lib/ a source root: `tag
     # --out` links app.py to lib/helpers.py; an incremental step handed the index no
-    # Python file, so its snapshot had no tag at all
+    # Python file, so its snapshot had no tag at all. A pyproject.toml changed elsewhere
+    # (a version, a linter's settings: sphinx's every few commits) costs no build.
     repo = tmp_path / NAME
     (repo / "lib").mkdir(parents=True)
     (repo / "lib" / "helpers.py").write_text("def h():\n    return 1\n", "utf-8")
@@ -862,15 +863,20 @@ def test_a_step_that_changes_the_roots_pyproject_states_builds_the_index_again(
     )
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "two")
+    with (repo / "pyproject.toml").open("a", encoding="utf-8") as config:
+        config.write("\n[tool.ruff]\nline-length = 100\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "three")
     shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
     plain = plain_snapshots(repo, shas[1:], tmp_path / "ref")
     manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas))
     out = tmp_path / "out"
     done = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", tmp_path / "c")
     assert done.returncode == 0, done.stderr
-    assert [r["index"] for r in results(out)] == ["full", "rebuilt"]
+    assert [r["index"] for r in results(out)] == ["full", "incremental", "incremental"]
     assert "lib/helpers.py:h" in (out / "t1" / NAME / "app.py").read_text("utf-8")
-    assert tree_bytes(out / "t1" / NAME) == tree_bytes(plain / "t0" / NAME)
+    for n in (1, 2):
+        assert tree_bytes(out / f"t{n}" / NAME) == tree_bytes(plain / f"t{n - 1}" / NAME)
 
 
 def test_a_commit_holding_a_path_no_checkout_writes_fails_and_writes_nothing(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from anchor_ls.agent.watch import Watcher
@@ -134,8 +135,10 @@ class Freshness:
                 del now[rel]
         return now
 
-    def sync(self) -> list[str]:
-        """Re-index what changed on disk since the last call; returns those relpaths."""
+    def sync(self, configs: Iterable[str] = ()) -> list[str]:
+        """Re-index what changed on disk since the last call; returns those relpaths.
+        configs: files stating source roots the caller knows changed (a stat of the tree
+        follows Python files alone)."""
         now = self._current()
         index = self.index
         changed: list[str] = []
@@ -147,7 +150,7 @@ class Freshness:
         for rel in sorted(set(self._seen) - set(now)):
             if index.content_hash(rel) is not None or rel in index.problems:
                 changed.append(rel)  # gone: reading it removes it
-        configs, self._configs = self._configs, []
+        configs, self._configs = [*self._configs, *configs], []
         index.reload_files([*changed, *configs])  # many at once (a checkout): one resolution
         self._seen = now
         self.updated = time.time()

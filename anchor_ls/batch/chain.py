@@ -180,10 +180,8 @@ class _Step:
             assert self.root is not None
             changed = gittree.move(repo, self.sha, sha, self.root)
             self.sha = sha
-            # an update takes Python files; the roots pyproject.toml, setup.cfg, pytest.ini
-            # or tox.ini state are read again by a build alone
-            if self.settings.incremental and not any(map(configures_roots, changed)):
-                return "incremental", len(self.fresh.sync())
+            if self.settings.incremental:  # a pyproject.toml, pytest.ini...: its roots
+                return "incremental", len(self.fresh.sync([*filter(configures_roots, changed)]))
             self.fresh.build()  # the unchanged files' summaries come from the cache
             return "rebuilt", self.index.stats().reparsed
         self.reset()
