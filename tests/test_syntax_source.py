@@ -264,3 +264,17 @@ def test_many_names_asked_of_one_sketch_at_once_answer_as_one_at_a_time() -> Non
     probes = [(name, name.encode()) for name in names]
     assert may_mention_of(words, probes) == {n for n, b in probes if may_mention(words, b)}
     assert may_mention_of(b"", probes) == set(names)
+
+
+@pytest.mark.parametrize("codec", ["hex", "rot13", "base64", "zlib", "undefined"])
+def test_a_coding_cookie_naming_no_text_encoding_is_a_decode_problem_read_as_utf8(
+    codec: str,
+) -> None:
+    """Python refuses such a file; the index read it with the codec and crashed (LookupError
+    for `hex`, UnicodeError for `undefined`), so one file stopped the whole build."""
+    data = f"# coding: {codec}\ndef f():\n    return 1\n".encode()
+    assert declared_encoding(data) == "utf-8"
+    summary = summarize("cookie.py", data)
+    assert problem_kinds(summary) == ["decode"]
+    assert f"encoding {codec!r}" in summary.problems[0][1]
+    assert set(scopes(summary)) == {"f"}

@@ -62,3 +62,21 @@ async def test_export_refuses_a_relative_folder_and_one_inside_the_workspace(
     assert not (root / "snapshot").exists()
     shown = [m.message for m in ed.client.messages]
     assert any("inside the source tree" in m for m in shown)
+
+
+@pytest.mark.parametrize("lsp", ["visual-studio-code"], indirect=True)
+async def test_a_file_whose_cookie_names_no_text_encoding_does_not_stop_the_index(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    root = copy_example(tmp_path)
+    (root / "pkg/rot.py").write_bytes(b"# coding: rot13\nqrs s():\n    cnff\n")
+    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await ed.ready()
+    rot = (root / "pkg/rot.py").read_bytes()
+
+    # The index was built (a `coding: rot13` file stopped it: LookupError), so tags go in.
+    result = await ed.command("anchor.materialize", {})
+    assert result["applied"] is True and result["files"] > 0, result
+    result = await ed.command("anchor.strip", {})
+    assert result["applied"] is True, result
+    assert (root / "pkg/rot.py").read_bytes() == rot

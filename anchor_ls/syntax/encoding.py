@@ -33,8 +33,9 @@ def declared_encoding(data: bytes) -> str:
 def declared(data: bytes) -> tuple[str, str | None]:
     """(the encoding to read data in, why it is not the one declared when it is not).
 
-    Python refuses a file whose cookie names no codec; it is read as UTF-8 here, and
-    that is reported as a decode problem, like undecodable bytes."""
+    Python refuses a file whose cookie names no codec, or one that is no text encoding
+    (`hex`, `rot13`, `undefined`); it is read as UTF-8 here, and that is reported as a
+    decode problem, like undecodable bytes."""
     if data.startswith(BOM):
         return "utf-8-sig", None
     match = _FIRST_TWO_LINES.match(data)
@@ -45,9 +46,17 @@ def declared(data: bytes) -> tuple[str, str | None]:
         if cookie:
             name = cookie.group(1).decode("ascii", "replace")
             try:
-                return codecs.lookup(name).name, None
+                codec = codecs.lookup(name).name
             except LookupError:
                 return "utf-8", f"unknown encoding {name!r} in the coding cookie; read as utf-8"
+            try:  # `hex`, `rot13` (no text encodings), `undefined`: Python refuses the file
+                b"#".decode(codec)
+            except UnicodeDecodeError:
+                pass  # a codec that reads text, not this byte (utf-16)
+            except (LookupError, UnicodeError):
+                why = f"encoding {name!r} in the coding cookie reads no text; read as utf-8"
+                return "utf-8", why
+            return codec, None
     return "utf-8", None
 
 
