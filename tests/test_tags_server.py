@@ -64,6 +64,32 @@ async def test_export_refuses_a_relative_folder_and_one_inside_the_workspace(
     assert any("inside the source tree" in m for m in shown)
 
 
+SIG = (
+    "# -*- coding: utf-8-sig -*-\n"
+    "def first():\n    return second()\n\n\ndef second():\n    return first()\n"
+)
+
+
+@pytest.mark.parametrize("lsp", ["visual-studio-code"], indirect=True)
+async def test_a_closed_file_whose_cookie_says_utf_8_sig_keeps_its_first_line(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    root = copy_example(tmp_path)
+    (root / "pkg/sig.py").write_text(SIG, encoding="utf-8")  # the cookie, no BOM: Python reads it
+    ed = await start(lsp, root, lsp.profile)  # type: ignore[attr-defined]
+    await ed.ready()
+
+    result = await ed.command("anchor.materialize", {"uri": ed.uri("pkg/sig.py")})
+    assert result["applied"] is True and result["files"] == 1
+    tagged = ed.text("pkg/sig.py")
+    assert tagged.startswith("# -*- coding: utf-8-sig -*-\n# === CodeAnchor pkg/sig.py")
+    assert "# === CodeAnchor pkg/sig.py:first\n" in tagged
+
+    result = await ed.command("anchor.strip", {"uri": ed.uri("pkg/sig.py")})
+    assert result["applied"] is True
+    assert ed.text("pkg/sig.py") == SIG
+
+
 @pytest.mark.parametrize("lsp", ["visual-studio-code"], indirect=True)
 async def test_a_file_whose_cookie_names_no_text_encoding_does_not_stop_the_index(
     lsp: LanguageClient, tmp_path: Path

@@ -21,7 +21,13 @@ from anchor_ls.server.edits import FileEdit, text_edits, workspace_edit
 from anchor_ls.server.folders import READY, Folder
 from anchor_ls.server.progress import WorkProgress
 from anchor_ls.server.server import AnchorServer
-from anchor_ls.syntax.encoding import buffer_bytes, buffer_text, declared_encoding, written_codec
+from anchor_ls.syntax.encoding import (
+    BOM,
+    buffer_bytes,
+    buffer_text,
+    declared_encoding,
+    written_codec,
+)
 from anchor_ls.tags import apply as tag_apply
 from anchor_ls.tags import text as tag_text
 from anchor_ls.tags.policy import ResolvedPolicy
@@ -110,14 +116,15 @@ def _transform(
             except OSError as exc:
                 skipped.append(f"{t.relpath}: {exc.strerror or exc}")
                 continue
-            enc = declared_encoding(data)
-            old_text = data.decode(enc, errors="replace")
-            if enc == "utf-8-sig":
-                enc = "utf-8"
-                data = data[3:]
             index = t.folder.index
             if not strip and index is not None and index.source(t.relpath) != data:
                 t.folder.reload(t.relpath)
+            # The text an editor shows: a BOM hidden, never the first bytes of a file that
+            # has none (a `coding: utf-8-sig` cookie without a BOM is plain UTF-8).
+            enc = written_codec(declared_encoding(data))
+            old_text = data.decode(declared_encoding(data), errors="replace")
+            if data.startswith(BOM):
+                data = data[len(BOM) :]
         try:
             new, problems = _apply(t.folder, t.relpath, data, strip)
         except Exception as exc:  # one bad file is reported, the rest go through
