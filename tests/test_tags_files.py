@@ -127,3 +127,49 @@ def test_a_hard_linked_file_is_left_as_it_is_and_reported_by_strip_and_tag(
     assert twin.read_bytes() == OLD + b"\ndef g():\n    f()\n"
     assert path.stat().st_ino == twin.stat().st_ino
     assert _leftovers(root) == []
+
+
+def test_a_file_this_user_may_not_write_is_left_as_it_is_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # root's 0644 file in a user's checkout: the owner's write bit is set, so the swap (a
+    # rename in the user's own folder) replaced it, and the user owned the new file, where
+    # an editor's save fails with EACCES
+    root = tmp_path / "repo"
+    root.mkdir()
+    path = root / "m.py"
+    path.write_bytes(NEW)
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode, **kw: False if Path(p) == path else real_access(p, mode)
+    )
+    report = strip_tree(root)
+    assert report.problems == ["m.py: not written: not writable by this user; left as is"]
+    assert path.read_bytes() == NEW
+    assert _leftovers(root) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_a_file_whose_owner_the_rewrite_cannot_keep_is_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # alice's group-writable file rewritten by bob: chown of the new file fails (bob is not
+    # root) and the swap gave the file to bob, and his group: alice could no longer write it
+    root = tmp_path / "repo"
+    root.mkdir()
+    path = root / "m.py"
+    path.write_bytes(NEW)
+    os.chown(path, 65534, 65534)
+    monkeypatch.setattr(os, "chown", _refused_chown)
+    report = strip_tree(root)
+    assert report.problems == [
+        "m.py: not written: owned by uid 65534, gid 65534, which a rewrite by this user "
+        "cannot keep; left as is"
+    ]
+    assert path.read_bytes() == NEW
+    assert (path.stat().st_uid, path.stat().st_gid) == (65534, 65534)
+    assert _leftovers(root) == []
+
+
+def _refused_chown(*args: object, **kwargs: object) -> None:
+    raise PermissionError(1, "Operation not permitted")

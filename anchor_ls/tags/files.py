@@ -32,8 +32,10 @@ Identity = tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns
 def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = True) -> None:
     """Replace path's bytes by `data` via a temporary file and a swap, keeping mode bits.
 
-    Raises PermissionError for a file without its owner's write bit (a rename could
-    replace it; an editor or a formatter would refuse), OSError(EMLINK) for a file with
+    Raises PermissionError for a file without its owner's write bit or that this user
+    may not write (a rename in a writable folder could replace it; an editor or a
+    formatter would refuse), and for one whose owner or group the new file could not be
+    given (another user's file the swap would hand to this one), OSError(EMLINK) for a file with
     more than one hard link (the swap would give this name a new inode and leave the other
     names with the old text; writing into the shared inode instead is not atomic: an
     interrupted write would lose the file under every name), and ChangedOnDisk, and leaves the
@@ -46,6 +48,8 @@ def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = 
     before = os.lstat(path)
     if not before.st_mode & stat.S_IWUSR:  # its owner made it read-only: no swap undoes that
         raise PermissionError(errno.EACCES, "read-only file; left as is", str(path))
+    if not os.access(path, os.W_OK):  # another user's file in a writable folder: not ours
+        raise PermissionError(errno.EACCES, "not writable by this user; left as is", str(path))
     if before.st_nlink > 1:
         raise OSError(errno.EMLINK, _hard_links(before.st_nlink), str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".anchor-ls-tmp", dir=path.parent)
@@ -59,6 +63,9 @@ def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = 
         if hasattr(os, "chown"):
             with contextlib.suppress(OSError):
                 os.chown(tmp, before.st_uid, before.st_gid)
+            made = os.lstat(tmp)
+            if (made.st_uid, made.st_gid) != (before.st_uid, before.st_gid):
+                raise PermissionError(errno.EPERM, _owner_kept_from(before), str(path))
         seen = _holding(path, expected)
         if seen is None:
             raise ChangedOnDisk(str(path))
@@ -82,6 +89,13 @@ def atomic_rewrite(path: Path, data: bytes, expected: bytes, *, durable: bool = 
         _exchange(tmp, path)
     os.unlink(tmp)
     raise ChangedOnDisk(str(path))
+
+
+def _owner_kept_from(before: os.stat_result) -> str:
+    return (
+        f"owned by uid {before.st_uid}, gid {before.st_gid}, which a rewrite by this user "
+        "cannot keep; left as is"
+    )
 
 
 def _hard_links(count: int) -> str:
