@@ -412,3 +412,69 @@ def test_test_code_gets_no_blocks_unless_asked_and_loses_old_ones(tmp_path: Path
     assert again.changed == ["tests/test_shop.py"]
     assert (root / "tests/test_shop.py").read_bytes() == test_file
     assert b"# === CodeAnchor pkg/service.py:checkout\r\n" in (root / "pkg/service.py").read_bytes()
+
+
+def _listing_refused(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """os.scandir of `folder` fails as it does for a non-root user in a folder of mode 000."""
+    real = os.scandir
+
+    def scandir(path=".", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(path) == folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_a_folder_that_cannot_be_listed_is_reported_by_export_and_strip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the walk returned nothing for it: the snapshot lacked the folder's files and strip
+    # left their tags, both without a word (exit 0)
+    root = make_tree(tmp_path / "repo")
+    index = indexed(root, tmp_path / "c")
+    _listing_refused(monkeypatch, root / "pkg")
+    report = export_snapshot(index, tmp_path / "snap", TOPO)
+    assert report.problems == ["pkg: folder not read: Permission denied; left out"]
+    assert report.exit_code == 1
+    assert (tmp_path / "snap/README.md").exists()
+    monkeypatch.undo()
+
+    tagged = tmp_path / "tagged"
+    export_snapshot(index, tagged, TOPO)
+    _listing_refused(monkeypatch, tagged / "pkg")
+    report = strip_tree(tagged)
+    assert report.problems == ["pkg: folder not read: Permission denied; not stripped"]
+    assert report.exit_code == 1
+
+
+def test_an_entry_removed_while_the_tree_is_walked_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # vim saves with a probe file `4913` it removes at once: a stat after the listing raised
+    # FileNotFoundError out of the walk and stopped the export half-way
+    root = make_tree(tmp_path / "repo")
+    index = indexed(root, tmp_path / "c")
+    real = os.scandir
+
+    def scandir(path=".", *args, **kwargs):  # type: ignore[no-untyped-def]
+        listing = list(real(path, *args, **kwargs))
+        if Path(path) == root:
+            (root / "4913").write_bytes(b"")
+            listing.append(next(e for e in real(path) if e.name == "4913"))
+            (root / "4913").unlink()
+        return _Listing(listing)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    report = export_snapshot(index, tmp_path / "snap", TOPO)
+    assert report.problems == []
+    assert (tmp_path / "snap/pkg/service.py").exists()
+    assert strip_tree(tmp_path / "snap").problems == []
+
+
+class _Listing(list):  # type: ignore[type-arg]
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass

@@ -252,9 +252,12 @@ def strip_tree(root: str | Path, progress: Progress | None = None) -> Report:
     elif root.is_file():
         targets = [(root.name, root)]
     else:
-        targets = [
-            (e.relpath, e.path) for e in walk(root) if e.kind == "file" and is_python(e.relpath)
-        ]
+        targets = []
+        for e in walk(root):
+            if e.kind == "file" and is_python(e.relpath):
+                targets.append((e.relpath, e.path))
+            elif e.kind == "unreadable":  # its files keep whatever tags they hold
+                report.problem(e.relpath, 0, f"folder not read: {e.error}; not stripped")
     for done, (relpath, path) in enumerate(targets, 1):
         _step(progress, done, len(targets), relpath)
         report.files += 1
@@ -381,6 +384,9 @@ def export_snapshot(
     made: set[Path] = {out}  # folders this run made (or checked): never symlinks
     tagged = 0
     for entry in walk(root, skip=skip, prune=out):
+        if entry.kind == "unreadable":  # the snapshot would lack its contents without a word
+            report.problem(entry.relpath, 0, f"folder not read: {entry.error}; left out")
+            continue
         target = out / entry.relpath
         if target.parent not in made:
             report.problem(entry.relpath, 0, "its folder could not be made in the output")

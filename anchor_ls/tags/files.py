@@ -152,10 +152,11 @@ def _exchange(a: str | Path, b: str | Path) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    relpath: str  # '/'-separated, relative to the walk's root
+    relpath: str  # '/'-separated, relative to the walk's root ("." for the root itself)
     path: Path
-    kind: str  # dir | file | link | other
+    kind: str  # dir | file | link | other | unreadable (a folder not listed: see `error`)
     mode: int
+    error: str = ""
 
 
 def walk(
@@ -164,6 +165,8 @@ def walk(
     """Every entry under root in sorted order, depth first, without following symlinks.
 
     Directories named in `skip` and the directory `prune` (compared by identity) are left out.
+    A folder that cannot be listed is an `unreadable` entry (its contents are not in the
+    walk: callers say so); an entry gone between the listing and its stat is left out.
     """
     prune_id = _identity(prune) if prune is not None else None
 
@@ -171,11 +174,17 @@ def walk(
         try:
             with os.scandir(folder) as it:
                 items = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as err:
+            if not isinstance(err, FileNotFoundError) or not prefix:
+                why = err.strerror or str(err)
+                yield Entry(prefix.rstrip("/") or ".", folder, "unreadable", 0, why)
             return
         for item in items:
             rel = f"{prefix}{item.name}"
-            st = item.stat(follow_symlinks=False)
+            try:
+                st = item.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed since the listing (an editor's probe file, a build's temp)
             path = Path(item.path)
             if stat.S_ISLNK(st.st_mode):
                 yield Entry(rel, path, "link", st.st_mode)
