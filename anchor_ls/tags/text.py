@@ -245,15 +245,31 @@ def find_blocks(src: Lines, lay: Layout, path: str) -> tuple[list[Block], list[N
 
 
 def _placed(candidates: list[Block], lay: Layout, ids: _Ids) -> list[Block]:
-    """The candidates that sit where materialize puts blocks, once the tags below are gone."""
+    """The candidates that sit where materialize puts blocks, once the tags below are gone.
+
+    Near-linear in the number of candidates: a stack of thousands of blocks (a hostile
+    file) took quadratic time, each block walking the stack below or above it again.
+    """
     n = len(lay.text)
     at = {c.start: k for k, c in enumerate(candidates)}
     real: set[int] = set()
+    jump: dict[int, int] = {}  # a real block's start -> a line at or before next_kept of it
+    defs: dict[int, int | None] = {}
 
     def next_kept(line: int) -> int:
+        # Blocks only ever become real, so a jump stays valid: follow it, then go on.
+        passed = []
         while line in at and at[line] in real:
-            line = candidates[at[line]].end
+            passed.append(line)
+            line = jump.get(line, candidates[at[line]].end)
+        for start in passed:
+            jump[start] = line
         return line
+
+    def definition_at(below: int) -> int | None:
+        if below not in defs:
+            defs[below] = definition_below(lay, below)
+        return defs[below]
 
     def is_tag(k: int) -> bool:
         block = candidates[k]
@@ -261,28 +277,28 @@ def _placed(candidates: list[Block], lay: Layout, ids: _Ids) -> list[Block]:
         below = next_kept(block.end)
         if ids.module(ident):
             kept: list[int] = []
-            j = 0
+            j = next_kept(0)
             while j < block.start and len(kept) <= 2:
-                if j in at and at[j] in real:
-                    j = candidates[at[j]].end
-                else:
-                    kept.append(j)
-                    j += 1
+                kept.append(j)
+                j = next_kept(j + 1)
             view = [*kept, below, next_kept(below + 1)]
             first_two = [lay.text[v] for v in view[:2] if v < n]
             return len(kept) <= 2 and module_insert_index(first_two) == len(kept)
         if below >= n:
             return False
-        def_index = definition_below(lay, below)
+        def_index = definition_at(below)
         return def_index is not None and ids.definition(ident, def_index)
 
+    # Upward sweeps settle stacks above a definition, downward ones stacks at the top.
+    order = list(reversed(range(len(candidates))))
     changed = True
     while changed:
         changed = False
-        for k in reversed(range(len(candidates))):
+        for k in order:
             if k not in real and is_tag(k):
                 real.add(k)
                 changed = True
+        order.reverse()
     return [candidates[k] for k in sorted(real)]
 
 
