@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -371,6 +372,38 @@ def definition_below(lay: Layout, anchor: int) -> int | None:
                 return i if definition_anchor(lay, i, None) == anchor else None
         i += 1
     return None
+
+
+def definitions_below(lay: Layout) -> Callable[[int], int | None]:
+    """`definition_below` for many anchors of one layout, each in constant time.
+
+    The lines are read once: a stack of blocks a blank line or a decorator apart made
+    each call walk to the definition at the bottom again (quadratic in the stack).
+    """
+    n = len(lay.text)
+    next_code = [n] * (n + 1)  # the first code line at or after each line (n: none)
+    chain = [-1] * (n + 1)  # for a code line: the def its decorator chain ends in (-1: none)
+    for i in range(n - 1, -1, -1):
+        if not lay.is_code_start(i):
+            next_code[i] = next_code[i + 1]
+            continue
+        next_code[i] = i
+        m = _DEF_START.match(lay.text[i])
+        if m is not None:
+            chain[i] = chain[next_code[i + 1]] if m.group(1) else i
+    anchors: dict[int, int | None] = {}
+
+    def below(anchor: int) -> int | None:
+        if not 0 <= anchor < n:
+            return None
+        found = chain[next_code[anchor]]
+        if found < 0:
+            return None
+        if found not in anchors:
+            anchors[found] = definition_anchor(lay, found, None)
+        return found if anchors[found] == anchor else None
+
+    return below
 
 
 def _width(line: str) -> int:

@@ -35,7 +35,7 @@ from anchor_ls.tags.scan import (
     SourceError,
     decode_lines,
     definition_anchor,
-    definition_below,
+    definitions_below,
     layout,
     module_insert_index,
     qualnames,
@@ -254,7 +254,7 @@ def _placed(candidates: list[Block], lay: Layout, ids: _Ids) -> list[Block]:
     at = {c.start: k for k, c in enumerate(candidates)}
     real: set[int] = set()
     jump: dict[int, int] = {}  # a real block's start -> a line at or before next_kept of it
-    defs: dict[int, int | None] = {}
+    definition_at = definitions_below(lay)
 
     def next_kept(line: int) -> int:
         # Blocks only ever become real, so a jump stays valid: follow it, then go on.
@@ -265,11 +265,6 @@ def _placed(candidates: list[Block], lay: Layout, ids: _Ids) -> list[Block]:
         for start in passed:
             jump[start] = line
         return line
-
-    def definition_at(below: int) -> int | None:
-        if below not in defs:
-            defs[below] = definition_below(lay, below)
-        return defs[below]
 
     def is_tag(k: int) -> bool:
         block = candidates[k]
