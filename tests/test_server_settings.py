@@ -115,3 +115,18 @@ async def test_settings_from_options_then_changed_live(lsp: LanguageClient, tmp_
         types.CodeLensParams(types.TextDocumentIdentifier(ed.uri("pkg/service.py")))
     )
     assert list(lenses) == []
+
+
+async def test_a_hint_asked_with_a_settings_change_answers_the_new_settings(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """VS Code asks for hints as it tells of a settings change: answered with the settings
+    before (the server was still pulling the new ones), the editor kept that answer, its
+    refresh reaching no visible editor, and the old hint stayed (the real-editor test's
+    'settings are live' step failed now and then)."""
+    ed = await start(lsp, copy_example(tmp_path), lsp.profile)  # type: ignore[attr-defined]
+    await ed.ready()
+    assert (await checkout_label(ed)).startswith("← ")
+    lsp.set_configuration({"hintFields": ["CALLS"]}, section="anchorLs")
+    lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    assert (await checkout_label(ed)).startswith("→ ")  # asked at once, with no wait

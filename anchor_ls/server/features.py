@@ -127,7 +127,9 @@ async def _indexed(ls: AnchorServer, uri: str, what: str) -> None:
 
 
 async def _settled(ls: AnchorServer, uri: str) -> None:
-    """Let a pending re-index of the document land first, unless a build is running."""
+    """Let new settings being pulled, and a pending re-index of the document, land first
+    (the latter unless a build is running)."""
+    await ls.settings_settled()
     where = ls.locate(uri)
     if where is not None and where[0].state == READY:
         await ls.settled(uri)

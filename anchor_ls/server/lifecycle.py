@@ -183,12 +183,16 @@ def register(ls: AnchorServer) -> None:
     async def did_change_configuration(
         ls: AnchorServer, params: types.DidChangeConfigurationParams
     ) -> None:
-        pulled = await _pull_settings(ls, config.Settings())
-        if pulled is None:
-            pulled, problems = config.parse(params.settings, ls.settings)
-            for problem in problems:
-                ls.tell_user(f"anchor-ls settings: {problem}")
-        await apply_settings(ls, pulled)
+        with ls.settings_changing():  # ls.settings is new by the time requests go on
+            pulled = await _pull_settings(ls, config.Settings())
+            if pulled is None:
+                pulled, problems = config.parse(params.settings, ls.settings)
+                for problem in problems:
+                    ls.tell_user(f"anchor-ls settings: {problem}")
+            # scheduled before the waiting requests wake (FIFO): its first step makes them
+            # ls.settings before any of those goes on
+            applying = asyncio.ensure_future(apply_settings(ls, pulled))
+        await applying
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_folders(

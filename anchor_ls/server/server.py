@@ -15,7 +15,7 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -44,6 +44,7 @@ T = TypeVar("T")
 DEBOUNCE_SECONDS = 0.15
 ENGINE_QUIET = 0.3  # seconds without requests before the deferred resolver state loads
 ENGINE_WAIT = 0.05
+SETTINGS_WAIT = 5.0  # seconds a request waits for settings being pulled from the client
 PYTHON_SUFFIXES = (".py", ".pyi")
 # Problems that leave a file out of the index (no hints at all): told in a message.
 # A decode problem (the file is read with replacements) goes to the client's log.
@@ -66,6 +67,11 @@ class AnchorServer(LanguageServer):
         self._pending_text: dict[str, str] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._settled: dict[str, asyncio.Future[None]] = {}
+        # settings being pulled after workspace/didChangeConfiguration: requests that show
+        # them wait (see settings_changing)
+        self._settings_pending = 0
+        self._settings_ready = asyncio.Event()
+        self._settings_ready.set()
         self._in_flight: dict[str, int] = {}  # uri -> buffer updates queued or running
         self._told: dict[str, str] = {}  # uri -> the kind of its problem the user was told
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -284,6 +290,27 @@ class AnchorServer(LanguageServer):
             waiter = self._settled.pop(uri, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
+
+    @contextlib.contextmanager
+    def settings_changing(self) -> Iterator[None]:
+        """While new settings are pulled from the client, requests whose answer shows them
+        (hints, lenses, hierarchies) wait: answered with the settings before, a hint request
+        VS Code sent with the change was kept by the editor (its refresh reached no visible
+        editor) and the old hint stayed after the setting changed."""
+        self._settings_pending += 1
+        self._settings_ready.clear()
+        try:
+            yield
+        finally:
+            self._settings_pending -= 1
+            if not self._settings_pending:
+                self._settings_ready.set()
+
+    async def settings_settled(self) -> None:
+        """Wait (bounded) for settings being pulled; see settings_changing."""
+        if not self._settings_ready.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._settings_ready.wait(), SETTINGS_WAIT)
 
     async def settled(self, uri: str) -> None:
         """Wait until the buffer of `uri` is indexed (a no-op when no update is pending).
