@@ -18,7 +18,7 @@ from anchor_ls.batch import plan
 from anchor_ls.batch.chain import Settings
 from anchor_ls.batch.manifest import ManifestError, read_manifest
 from anchor_ls.batch.progress import Progress
-from anchor_ls.batch.results import RESULTS, Busy, Results
+from anchor_ls.batch.results import RESULTS, Busy, Results, held, shown, stale
 
 SHOWN_REJECTED = 20  # bad manifest lines printed (results.jsonl has every one)
 
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         incremental=args.incremental,
     )
     start = time.monotonic()
+    redo: dict[str, tuple[dict, str]] = {}
     try:
         for n, bad in enumerate(rejected):
             results.write({"id": bad.id, "line": bad.line, "status": "failed", "error": bad.error})
@@ -73,15 +74,30 @@ def run(args: argparse.Namespace) -> int:
         if len(rejected) > SHOWN_REJECTED:
             more = len(rejected) - SHOWN_REJECTED
             print(f"anchor-ls: ... and {more} more bad manifest lines", file=sys.stderr)
+        there = [task for task in tasks if results.done(task.id)]
+        # a DIR/<id> made from what the line no longer asks (another commit, a branch
+        # that moved on, another folder) is made again, never kept silently
+        redo = stale(there, held(out)) if there else redo
         todo = []
         for task in tasks:
-            if results.done(task.id):
+            if task.id in redo:
+                made, why = redo[task.id]
+                print(
+                    f"anchor-ls: {task.id}: {out / task.id} holds {shown(made)}; {why}: "
+                    "made again (the old snapshot stays until the new one is whole)",
+                    file=sys.stderr,
+                )
+                todo.append(dataclasses.replace(task, replace=True))
+            elif results.done(task.id):
                 results.write({"id": task.id, "status": "skipped", "reason": "already done"})
             else:
                 todo.append(task)
         progress = Progress(len(todo))
 
         def deliver(result: dict) -> None:
+            if result["id"] in redo:  # what DIR/<id> held before: replaced, or kept
+                made = redo[result["id"]][0]
+                result = {**result, "replaced" if result["status"] == "ok" else "kept": made}
             results.write(result)
             progress.update(result)
 
@@ -118,8 +134,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         results.close()
     counts = results.counts
+    again = f"; {len(redo)} made again (their lines ask another snapshot)" if redo else ""
     print(
         f"batch: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped "
-        f"(already done) in {time.monotonic() - start:.1f} s; results in {out / RESULTS}"
+        f"(already done) in {time.monotonic() - start:.1f} s{again}; results in {out / RESULTS}"
     )
     return 1 if counts["failed"] else 0
