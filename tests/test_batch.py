@@ -345,6 +345,49 @@ def test_a_ray_that_cannot_be_joined_is_a_refused_run(
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def test_a_manifest_right_after_a_bare_ray_is_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`batch --ray m.jsonl --out DIR`: argparse gave m.jsonl to --ray as its address and
+    refused the run for a missing manifest. A value that is a file or ends in .jsonl, with
+    no manifest besides, is the manifest (on a local Ray); otherwise the error names
+    --ray=ADDRESS."""
+    from anchor_ls.batch import onray
+    from anchor_ls.cli import main
+
+    ran: list[tuple[list[str], str | None]] = []
+
+    def run_ray(tasks: list, _settings: object, address: str | None, *_a: object, **_k: object):
+        ran.append(([t.id for t in tasks], address))
+
+    monkeypatch.setattr(onray, "run_ray", run_ray)
+    source = tmp_path / "src"
+    source.mkdir()
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": "a", "source": str(source)}])
+    out = str(tmp_path / "out")
+    assert main(["batch", "--ray", str(manifest), "--out", out]) == 0
+    assert ran == [(["a"], None)]  # a local Ray, as a bare --ray starts
+    monkeypatch.chdir(tmp_path)  # a file of another name, given relative
+    (tmp_path / "tasks.txt").write_bytes(manifest.read_bytes())
+    assert main(["batch", "--ray", "tasks.txt", "--out", "out2"]) == 0
+    assert ran[-1] == (["a"], None)
+    assert main(["batch", str(manifest), "--ray", "auto", "--out", out]) == 0  # as before
+    assert ran[-1] == (["a"], "auto")
+    capsys.readouterr()
+
+    # a manifest given as well: the file after --ray is no address; nor is an address
+    # that leaves the manifest out
+    assert main(["batch", "--ray", "other.jsonl", str(manifest), "--out", out]) == 2
+    said = capsys.readouterr().err
+    assert "--ray 'other.jsonl' names a manifest, not a Ray address" in said
+    assert "--ray=ADDRESS" in said
+    assert main(["batch", "--ray", "head:6379", "--out", out]) == 2
+    said = capsys.readouterr().err
+    assert "no manifest given (--ray took 'head:6379' as the Ray address" in said
+    assert "--ray=ADDRESS" in said
+    assert len(ran) == 3
+
+
 def test_bad_manifest_lines_are_said_on_stderr_as_the_tasks_are(tmp_path: Path) -> None:
     # they were only in results.jsonl: the progress lines counted "failed 0" and the run
     # then ended "0 ok, 2 failed" with no failure shown

@@ -28,7 +28,46 @@ def _fail(message: str) -> int:
     return 2
 
 
+_MANIFEST_SUFFIXES = (".jsonl", ".json")
+_RAY_WORDS = ("auto", "local")  # addresses Ray itself knows, never a manifest
+
+
+def _looks_like_manifest(value: str) -> bool:
+    if value in _RAY_WORDS:
+        return False
+    return value.lower().endswith(_MANIFEST_SUFFIXES) or os.path.isfile(value)
+
+
+def _manifest_and_ray(args: argparse.Namespace) -> str | None:
+    """Sort out `--ray VALUE` (its value optional): `batch --ray m.jsonl --out DIR` gave
+    m.jsonl to --ray as an address and left no manifest. A value that is a file or ends in
+    .jsonl (.json) with no manifest besides is the manifest, on a local Ray; an address
+    with no manifest, or a manifest-like value beside a manifest, is a refused run that
+    says how to write it. Returns the problem, or None (args set right)."""
+    ray = args.ray
+    if args.manifest is None:
+        if ray and _looks_like_manifest(ray):
+            args.manifest, args.ray = ray, ""
+            return None
+        if ray:
+            return (
+                f"no manifest given (--ray took {ray!r} as the Ray address): write "
+                "`batch MANIFEST --out DIR --ray=ADDRESS`"
+            )
+        return "no manifest given: `batch MANIFEST --out DIR`"
+    if ray and _looks_like_manifest(ray):
+        return (
+            f"--ray {ray!r} names a manifest, not a Ray address, and the manifest is "
+            f"{args.manifest!r}: give one manifest, and --ray alone for a local Ray or "
+            "--ray=ADDRESS for a cluster"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = _manifest_and_ray(args)
+    if problem:
+        return _fail(problem)
     workers = args.workers or os.cpu_count() or 1
     if workers < 1:
         return _fail("--workers must be at least 1")
