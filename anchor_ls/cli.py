@@ -468,7 +468,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tag)
 
     p = sub.add_parser("strip", help="remove every CodeAnchor block")
-    p.add_argument("path", help="a folder (every Python file under it) or one file")
+    p.add_argument(
+        "path",
+        help="a folder (every Python file under it, but in the folders the index leaves out: "
+        "virtual environments, node_modules, tool caches; name one as PATH to strip it) or "
+        "one file",
+    )
     quiet(p)
     p.set_defaults(func=cmd_strip)
 
