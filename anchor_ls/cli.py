@@ -468,7 +468,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tag)
 
     p = sub.add_parser("strip", help="remove every CodeAnchor block")
-    p.add_argument("path", help="a folder (every Python file under it) or one file")
+    p.add_argument(
+        "path",
+        help="a folder (every Python file under it, but in the folders the index leaves out: "
+        "virtual environments, node_modules, tool caches; name one as PATH to strip it) or "
+        "one file",
+    )
     quiet(p)
     p.set_defaults(func=cmd_strip)
 
@@ -485,9 +490,15 @@ def build_parser() -> argparse.ArgumentParser:
     quiet(p)
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("batch", help="tagged snapshots of many (repository, commit) pairs")
+    p = sub.add_parser(
+        "batch",
+        help="tagged snapshots of many (repository, commit) pairs",
+        usage="%(prog)s MANIFEST --out DIR [options]",
+    )
     p.add_argument(
         "manifest",
+        nargs="?",  # required all the same (batch.command): `--ray m.jsonl` may hold it
+        metavar="MANIFEST",
         help='JSON Lines: {"id", "repo", "commit"} or {"id", "source"}, optionally "policy", '
         '"max_items", "cross_file", "tests", "python"',
     )
@@ -497,7 +508,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=_at_least(1), metavar="N", help="processes (default: the cores)"
     )
     p.add_argument(
-        "--ray", nargs="?", const="", metavar="ADDRESS", help="run on Ray (auto: this cluster)"
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run on Ray: a local one, or with --ray=ADDRESS the cluster there (auto: the one "
+        "this machine belongs to). A file or a name ending in .jsonl right after a bare --ray "
+        "is the manifest when no other is given (--ray m.jsonl --out DIR: a local Ray)",
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per task")
     p.add_argument("--chain-size", type=_at_least(1), metavar="N", help="tasks per chain at most")

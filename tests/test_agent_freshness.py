@@ -95,16 +95,28 @@ def test_a_deleted_file_and_a_deleted_folder_disappear(fresh: Freshness) -> None
     assert fresh.index.graph.files() == []
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux only")
-def test_a_config_that_states_a_new_root_moves_the_imports(tmp_path: Path) -> None:
+@pytest.mark.parametrize("watch", MODES)
+def test_a_config_that_states_a_new_root_moves_the_imports(tmp_path: Path, watch: bool) -> None:
     """An agent's session (mcp) took events of Python files alone: pytest's pythonpath
-    written into pyproject.toml left `from helpers import h` unresolved for good."""
+    written into pyproject.toml left `from helpers import h` unresolved for good. A stat of
+    the tree (no inotify) followed Python files alone too: a pyproject.toml edited in place
+    (its folder's listing unchanged) was never read again."""
     root = tmp_path / "repo"
     (root / "lib").mkdir(parents=True)
     (root / "lib" / "helpers.py").write_text("def h():\n    return 1\n")
     (root / "app.py").write_text("from helpers import h\n\n\ndef run():\n    return h()\n")
-    freshness = Freshness(Index(root, cache_dir=tmp_path / "cache"), watch=True)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "app"\n')
+    freshness = Freshness(Index(root, cache_dir=tmp_path / "cache"), watch=watch)
+    assert freshness.watching is watch
     freshness.build()
+    assert callers(freshness, "lib/helpers.py:h") == []
+    with pyproject.open("a") as file:  # in place: the folder lists the same names
+        file.write('\n[tool.pytest.ini_options]\npythonpath = ["lib"]\n')
+    freshness.sync()
+    assert callers(freshness, "lib/helpers.py:h") == ["app.py:run"]
+    pyproject.unlink()
+    freshness.sync()
     assert callers(freshness, "lib/helpers.py:h") == []
     (root / "pytest.ini").write_text("[pytest]\npythonpath = lib\n")
     freshness.sync()

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -342,6 +343,49 @@ def test_a_ray_that_cannot_be_joined_is_a_refused_run(
     said = capsys.readouterr().err
     assert "could not join the Ray cluster at auto: ConnectionError: Could not find" in said
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_manifest_right_after_a_bare_ray_is_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`batch --ray m.jsonl --out DIR`: argparse gave m.jsonl to --ray as its address and
+    refused the run for a missing manifest. A value that is a file or ends in .jsonl, with
+    no manifest besides, is the manifest (on a local Ray); otherwise the error names
+    --ray=ADDRESS."""
+    from anchor_ls.batch import onray
+    from anchor_ls.cli import main
+
+    ran: list[tuple[list[str], str | None]] = []
+
+    def run_ray(tasks: list, _settings: object, address: str | None, *_a: object, **_k: object):
+        ran.append(([t.id for t in tasks], address))
+
+    monkeypatch.setattr(onray, "run_ray", run_ray)
+    source = tmp_path / "src"
+    source.mkdir()
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": "a", "source": str(source)}])
+    out = str(tmp_path / "out")
+    assert main(["batch", "--ray", str(manifest), "--out", out]) == 0
+    assert ran == [(["a"], None)]  # a local Ray, as a bare --ray starts
+    monkeypatch.chdir(tmp_path)  # a file of another name, given relative
+    (tmp_path / "tasks.txt").write_bytes(manifest.read_bytes())
+    assert main(["batch", "--ray", "tasks.txt", "--out", "out2"]) == 0
+    assert ran[-1] == (["a"], None)
+    assert main(["batch", str(manifest), "--ray", "auto", "--out", out]) == 0  # as before
+    assert ran[-1] == (["a"], "auto")
+    capsys.readouterr()
+
+    # a manifest given as well: the file after --ray is no address; nor is an address
+    # that leaves the manifest out
+    assert main(["batch", "--ray", "other.jsonl", str(manifest), "--out", out]) == 2
+    said = capsys.readouterr().err
+    assert "--ray 'other.jsonl' names a manifest, not a Ray address" in said
+    assert "--ray=ADDRESS" in said
+    assert main(["batch", "--ray", "head:6379", "--out", out]) == 2
+    said = capsys.readouterr().err
+    assert "no manifest given (--ray took 'head:6379' as the Ray address" in said
+    assert "--ray=ADDRESS" in said
+    assert len(ran) == 3
 
 
 def test_bad_manifest_lines_are_said_on_stderr_as_the_tasks_are(tmp_path: Path) -> None:
@@ -688,6 +732,102 @@ def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
     assert not (out / ".partial").exists()
     assert (out / "t0" / NAME / "shop" / "models.py").stat().st_mtime_ns == kept.st_mtime_ns
     assert tree_bytes(out / "t2" / NAME) == tree_bytes(plain / "t2" / NAME)
+
+
+@pytest.fixture
+def moving_branch(fixture: tuple[Path, list[str], Path]) -> Iterator[str]:
+    """A branch of the fixture repository for one test (the repository is shared)."""
+    repo, shas, _plain = fixture
+    _git(repo, "branch", "-f", "rerun-moving", shas[1])
+    yield "rerun-moving"
+    _git(repo, "branch", "-D", "rerun-moving")
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_rerun_redoes_a_task_whose_line_now_asks_another_snapshot(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path, moving_branch: str
+) -> None:
+    """A re-run skipped every id with a DIR/<id>, whatever its line asked now: another
+    commit, a branch moved on, another source folder all kept the old snapshot, silently."""
+    repo, shas, plain = fixture
+    branch = moving_branch  # at shas[1]
+    first = [
+        {"id": "t0", "repo": str(repo), "commit": shas[0]},
+        {"id": "tb", "repo": str(repo), "commit": branch},
+        {"id": "src", "source": str(_tree(plain, 0))},
+        {"id": "keep", "repo": str(repo), "commit": shas[4]},
+        {"id": "lost", "repo": str(repo), "commit": shas[0]},
+    ]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = ["--out", out, "--workers", "1", "--cache", cache]
+    done = anchor_ls("batch", write_manifest(tmp_path / "m1.jsonl", first), *args)
+    assert done.returncode == 0, done.stderr
+    kept = (out / "keep" / NAME / "shop" / "models.py").stat().st_mtime_ns
+
+    _git(repo, "branch", "-f", branch, shas[3])
+    second = [
+        {"id": "t0", "repo": str(repo), "commit": shas[2]},  # another commit
+        {"id": "tb", "repo": str(repo), "commit": branch},  # the same name, moved on
+        {"id": "src", "source": str(_tree(plain, 1))},  # another folder
+        {"id": "keep", "repo": str(repo), "commit": shas[4]},
+        {"id": "lost", "repo": str(repo), "commit": "0" * 40},  # asks what cannot be made
+    ]
+    again = anchor_ls("batch", write_manifest(tmp_path / "m2.jsonl", second), *args)
+    assert again.returncode == 1, again.stderr
+    assert "3 ok, 1 failed, 1 skipped" in again.stdout
+    for ident in ("t0", "tb", "src", "lost"):
+        assert f"anchor-ls: {ident}: {out / ident} holds " in again.stderr
+    assert "keep:" not in again.stderr
+    lines = {r["id"]: r for r in results(out)[len(first) :]}
+    assert {i: r["status"] for i, r in lines.items()} == {
+        "t0": "ok",
+        "tb": "ok",
+        "src": "ok",
+        "keep": "skipped",
+        "lost": "failed",
+    }
+    assert lines["t0"]["replaced"] == {"repo": str(repo), "commit": shas[0], "sha": shas[0]}
+    assert lines["tb"]["replaced"] == {"repo": str(repo), "commit": branch, "sha": shas[1]}
+    assert lines["src"]["replaced"] == {"source": str(_tree(plain, 0))}
+    assert lines["lost"]["kept"] == {"repo": str(repo), "commit": shas[0], "sha": shas[0]}
+    assert tree_bytes(out / "t0" / NAME) == tree_bytes(plain / "t2" / NAME)
+    assert tree_bytes(out / "tb" / NAME) == tree_bytes(plain / "t3" / NAME)
+    assert tree_bytes(out / "src" / NAME) == tree_bytes(plain / "t1" / NAME)
+    assert tree_bytes(out / "lost" / NAME) == tree_bytes(plain / "t0" / NAME)  # never lost
+    assert (out / "keep" / NAME / "shop" / "models.py").stat().st_mtime_ns == kept
+    assert not (out / ".partial").exists()
+
+    # what a redo made is what its line asks: the next run skips it
+    third = anchor_ls("batch", write_manifest(tmp_path / "m3.jsonl", second[:4]), *args)
+    assert third.returncode == 0, third.stderr
+    assert "0 ok, 0 failed, 4 skipped" in third.stdout
+    assert " holds " not in third.stderr
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "aside"])
+def test_a_snapshot_made_again_takes_the_old_ones_place_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
+) -> None:
+    """Where the system swaps two folders in one step (Linux) and where the old one is
+    moved aside first: DIR/<id> ends up the new snapshot, and nothing else is left."""
+    from anchor_ls.batch import chain
+
+    if not exchange:
+        monkeypatch.setattr(chain, "_exchange", lambda _a, _b: False)
+    final = tmp_path / "t0"
+    (final / NAME).mkdir(parents=True)
+    (final / NAME / "old.py").write_text("old\n")
+    partial = tmp_path / ".partial" / "t0.1234"
+    (partial / NAME).mkdir(parents=True)
+    (partial / NAME / "new.py").write_text("new\n")
+    chain._into_place(partial, final, replace=True)
+    assert tree_bytes(final) == {NAME: "dir", f"{NAME}/new.py": b"new\n"}
+    assert list((tmp_path / ".partial").iterdir()) == []
+    with pytest.raises(OSError):  # without replace, a snapshot there is never overwritten
+        (partial / NAME).mkdir(parents=True)
+        chain._into_place(partial, final, replace=False)
+    assert tree_bytes(final) == {NAME: "dir", f"{NAME}/new.py": b"new\n"}
 
 
 # ----- nothing of a repository runs ------------------------------------------------

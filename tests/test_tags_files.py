@@ -173,3 +173,44 @@ def test_a_file_whose_owner_the_rewrite_cannot_keep_is_left_as_it_is(
 
 def _refused_chown(*args: object, **kwargs: object) -> None:
     raise PermissionError(1, "Operation not permitted")
+
+
+def _tagged(name: str) -> bytes:
+    return f"# === CodeAnchor {name}:f\n# CALLS: g\n# ===\ndef f():\n    pass\n".encode()
+
+
+def test_strip_leaves_the_folders_the_index_never_reads_unless_given_as_path(
+    tmp_path: Path,
+) -> None:
+    # strip walked every folder: a .venv's site-packages, node_modules, a virtual
+    # environment of any name, tool caches, where `tag` never writes a block, and rewrote
+    # the library files there that held block-like text
+    root = tmp_path / "repo"
+    inside = [
+        ".venv/lib/python3.12/site-packages/lib.py",
+        "venv/lib/v.py",
+        "node_modules/pkg/n.py",
+        ".tox/py312/t.py",
+        "env/lib/e.py",  # a virtual environment by its pyvenv.cfg
+        "src/.mypy_cache/c.py",
+    ]
+    for rel in ["m.py", "src/s.py", *inside]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(_tagged(Path(rel).name))
+    (root / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    report = strip_tree(root)
+    assert report.changed == ["m.py", "src/s.py"]
+    assert report.files == 2
+    for rel in inside:
+        assert (root / rel).read_bytes() == _tagged(Path(rel).name), rel
+    assert report.notes == [
+        "6 folders left out as the index leaves them (virtual environments, node_modules, "
+        "tool caches): .tox, .venv, env, ...; give one as PATH to strip it"
+    ]
+    assert report.ok
+
+    report = strip_tree(root / ".venv")  # named: stripped
+    assert report.changed == ["lib/python3.12/site-packages/lib.py"]
+    assert report.notes == []
+    report = strip_tree(root / "env")
+    assert report.changed == ["lib/e.py"]

@@ -2,8 +2,9 @@
 
 Before each answer the files that may have changed are found: on Linux from the inotify
 events queued for the folders of the tree (`watch`), elsewhere by a stat of every Python
-file and of every folder the walk went through (a folder whose mtime moved lists other
-names: the tree is walked again). A file whose stat changed is read and hashed, and only
+file, of every file stating source roots (pyproject.toml, setup.cfg, pytest.ini, tox.ini)
+and of every folder the walk went through (a folder whose mtime moved lists other names:
+the tree is walked again). A file whose stat changed is read and hashed, and only
 a changed hash re-indexes it, incrementally; files gone are removed from the index, new
 ones added. The stats are taken, and the watches set, before the build reads the files,
 so an edit made while the build runs is seen by the first check after it.
@@ -42,7 +43,10 @@ class Freshness:
         self._seen: dict[str, Signature] = {}
         self._folders: dict[str, int] = {}  # folder walked -> its mtime before it was listed
         self._links: list[str] = []  # symlinked files: their target changes elsewhere
-        self._configs: list[str] = []  # files stating source roots that events named
+        self._configs: list[str] = []  # files stating source roots that changed
+        self._config_names: list[str] = []  # those the last walk found
+        self._config_seen: dict[str, Signature] = {}  # their stats as the index read them
+        self._config_now: dict[str, Signature] = {}  # their stats at the last check
         self._watcher = Watcher.open(str(index.root)) if watch else None
         self.updated: float | None = None  # when the index was last found equal to the disk
 
@@ -53,12 +57,14 @@ class Freshness:
     def _walk(self) -> list[str]:
         """The Python files of the tree; records the folders walked."""
         folders: dict[str, int] = {}
+        configs: list[str] = []
         names = [
             item
-            for item in python_files(self.index.root, self.index.exclude, folders)
+            for item in python_files(self.index.root, self.index.exclude, folders, configs)
             if not isinstance(item, Skipped)
         ]
         self._folders = folders
+        self._config_names = configs
         prefix = str(self.index.root) + os.sep
         self._links = [rel for rel in names if os.path.islink(prefix + rel)]
         return names
@@ -105,6 +111,7 @@ class Freshness:
 
     def build(self) -> None:
         self._seen = self._stats(self._rewalk())
+        self._config_seen = self._config_now = self._stats(self._config_names)
         self.index.build()
         self.updated = time.time()
 
@@ -113,6 +120,10 @@ class Freshness:
         watcher = self._watcher
         if watcher is None:
             names = self._rewalk() if self._folders_moved() else list(self._seen)
+            # a configuration edited in place moves no folder: its own stat tells
+            now = self._config_now = self._stats(self._config_names)
+            seen = self._config_seen
+            self._configs = sorted(r for r in now.keys() | seen.keys() if now.get(r) != seen.get(r))
             return self._stats(names)
         changes = watcher.read()
         # a pyproject.toml, setup.cfg, pytest.ini or tox.ini: the index reads the source
@@ -137,8 +148,8 @@ class Freshness:
 
     def sync(self, configs: Iterable[str] = ()) -> list[str]:
         """Re-index what changed on disk since the last call; returns those relpaths.
-        configs: files stating source roots the caller knows changed (a stat of the tree
-        follows Python files alone)."""
+        configs: files stating source roots the caller knows changed (those found on disk,
+        by events or stats, are added)."""
         now = self._current()
         index = self.index
         changed: list[str] = []
@@ -153,6 +164,7 @@ class Freshness:
         configs, self._configs = [*self._configs, *configs], []
         index.reload_files([*changed, *configs])  # many at once (a checkout): one resolution
         self._seen = now
+        self._config_seen = self._config_now
         self.updated = time.time()
         return sorted(changed)
 

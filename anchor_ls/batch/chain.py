@@ -8,7 +8,8 @@ writing only the paths `git diff-tree` names, and the index takes the files that
 `incremental` it is built again instead, with the summaries of the unchanged files from
 the cache (only the changed files are parsed). Each snapshot is written by `tag --out`'s
 own code into a private folder under DIR/.partial and renamed to DIR/<id> when complete:
-a crash or Ctrl-C never leaves a half-written DIR/<id>.
+a crash or Ctrl-C never leaves a half-written DIR/<id>. A task whose DIR/<id> was made
+from what its line no longer asks (Task.replace) swaps the old snapshot out the same way.
 
 A step that fails (a missing commit, a timeout, an error) is a failed result; the chain
 then starts again from nothing at its next task, as the index may be half-updated.
@@ -17,6 +18,8 @@ then starts again from nothing at its next task, as the index may be half-update
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import hashlib
 import json
 import os
@@ -206,7 +209,7 @@ def _export(
     """Write DIR/<id> (the snapshot, graph.json with --graph) atomically; its figures."""
     out = Path(settings.out)
     final = out / task.id
-    if final.exists():
+    if final.exists() and not task.replace:
         raise FileExistsError(f"{final} appeared while this task ran (another run?)")
     partial_root = out / PARTIAL
     partial_root.mkdir(parents=True, exist_ok=True)
@@ -232,7 +235,7 @@ def _export(
                 json.dump(data, handle)
                 handle.write("\n")
         stats = index.stats()
-        os.rename(partial, final)  # the one step that makes the task done
+        _into_place(partial, final, task.replace)  # the one step that makes the task done
     except BaseException:
         if reuse is not None:
             reuse.discard()
@@ -256,6 +259,60 @@ def _export(
     if report.problems:  # files the snapshot could not tag or copy (the first ones)
         figures["problems"] = report.problems[:20]
     return figures
+
+
+def _into_place(partial: Path, final: Path, replace: bool) -> None:
+    """Rename the complete snapshot `partial` to `final`. With `replace`, a snapshot at
+    `final` is swapped out: exchanged in one step where the system can (Linux's
+    renameat2), else moved aside first (for a moment there is no `final`, never a half
+    one); the old one, now at `partial` or aside, is removed."""
+    if not replace:
+        os.rename(partial, final)
+        return
+    try:
+        os.rename(partial, final)  # no snapshot there (or an empty folder) after all
+        return
+    except OSError as err:
+        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+    if _exchange(partial, final):
+        shutil.rmtree(partial, ignore_errors=True)
+        return
+    aside = _private_folder(partial.parent, f"{final.name}.old")
+    os.rename(final, aside / final.name)
+    try:
+        os.rename(partial, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.rename(aside / final.name, final)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the paths a and b in one step (Linux 3.15+, a file system that can); False
+    where that cannot be done and nothing was changed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2  # glibc 2.28+
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    done = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _one(task: Task, step: _Step, sha: str | None, settings: Settings) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from anchor_ls.batch import plan
 from anchor_ls.batch.chain import Settings
 from anchor_ls.batch.manifest import ManifestError, read_manifest
 from anchor_ls.batch.progress import Progress
-from anchor_ls.batch.results import RESULTS, Busy, Results
+from anchor_ls.batch.results import RESULTS, Busy, Results, held, shown, stale
 
 SHOWN_REJECTED = 20  # bad manifest lines printed (results.jsonl has every one)
 
@@ -28,7 +28,46 @@ def _fail(message: str) -> int:
     return 2
 
 
+_MANIFEST_SUFFIXES = (".jsonl", ".json")
+_RAY_WORDS = ("auto", "local")  # addresses Ray itself knows, never a manifest
+
+
+def _looks_like_manifest(value: str) -> bool:
+    if value in _RAY_WORDS:
+        return False
+    return value.lower().endswith(_MANIFEST_SUFFIXES) or os.path.isfile(value)
+
+
+def _manifest_and_ray(args: argparse.Namespace) -> str | None:
+    """Sort out `--ray VALUE` (its value optional): `batch --ray m.jsonl --out DIR` gave
+    m.jsonl to --ray as an address and left no manifest. A value that is a file or ends in
+    .jsonl (.json) with no manifest besides is the manifest, on a local Ray; an address
+    with no manifest, or a manifest-like value beside a manifest, is a refused run that
+    says how to write it. Returns the problem, or None (args set right)."""
+    ray = args.ray
+    if args.manifest is None:
+        if ray and _looks_like_manifest(ray):
+            args.manifest, args.ray = ray, ""
+            return None
+        if ray:
+            return (
+                f"no manifest given (--ray took {ray!r} as the Ray address): write "
+                "`batch MANIFEST --out DIR --ray=ADDRESS`"
+            )
+        return "no manifest given: `batch MANIFEST --out DIR`"
+    if ray and _looks_like_manifest(ray):
+        return (
+            f"--ray {ray!r} names a manifest, not a Ray address, and the manifest is "
+            f"{args.manifest!r}: give one manifest, and --ray alone for a local Ray or "
+            "--ray=ADDRESS for a cluster"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = _manifest_and_ray(args)
+    if problem:
+        return _fail(problem)
     workers = args.workers or os.cpu_count() or 1
     if workers < 1:
         return _fail("--workers must be at least 1")
@@ -64,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         incremental=args.incremental,
     )
     start = time.monotonic()
+    redo: dict[str, tuple[dict, str]] = {}
     try:
         for n, bad in enumerate(rejected):
             results.write({"id": bad.id, "line": bad.line, "status": "failed", "error": bad.error})
@@ -73,15 +113,30 @@ def run(args: argparse.Namespace) -> int:
         if len(rejected) > SHOWN_REJECTED:
             more = len(rejected) - SHOWN_REJECTED
             print(f"anchor-ls: ... and {more} more bad manifest lines", file=sys.stderr)
+        there = [task for task in tasks if results.done(task.id)]
+        # a DIR/<id> made from what the line no longer asks (another commit, a branch
+        # that moved on, another folder) is made again, never kept silently
+        redo = stale(there, held(out)) if there else redo
         todo = []
         for task in tasks:
-            if results.done(task.id):
+            if task.id in redo:
+                made, why = redo[task.id]
+                print(
+                    f"anchor-ls: {task.id}: {out / task.id} holds {shown(made)}; {why}: "
+                    "made again (the old snapshot stays until the new one is whole)",
+                    file=sys.stderr,
+                )
+                todo.append(dataclasses.replace(task, replace=True))
+            elif results.done(task.id):
                 results.write({"id": task.id, "status": "skipped", "reason": "already done"})
             else:
                 todo.append(task)
         progress = Progress(len(todo))
 
         def deliver(result: dict) -> None:
+            if result["id"] in redo:  # what DIR/<id> held before: replaced, or kept
+                made = redo[result["id"]][0]
+                result = {**result, "replaced" if result["status"] == "ok" else "kept": made}
             results.write(result)
             progress.update(result)
 
@@ -118,8 +173,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         results.close()
     counts = results.counts
+    again = f"; {len(redo)} made again (their lines ask another snapshot)" if redo else ""
     print(
         f"batch: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped "
-        f"(already done) in {time.monotonic() - start:.1f} s; results in {out / RESULTS}"
+        f"(already done) in {time.monotonic() - start:.1f} s{again}; results in {out / RESULTS}"
     )
     return 1 if counts["failed"] else 0

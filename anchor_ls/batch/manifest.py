@@ -43,6 +43,9 @@ class Task:
     # the interpreter whose packages the index reads, as `tag --python` (None: the one
     # anchor-ls runs in); `batch --python` gives it to the lines that name none
     python: str | None = None
+    # DIR/<id> holds a snapshot made from what another line asked (results.stale): the new
+    # one takes its place (set by the run, never read from a manifest line)
+    replace: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {

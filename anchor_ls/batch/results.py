@@ -1,9 +1,14 @@
 """DIR/results.jsonl and what a run finds already done in DIR.
 
-A task is done when DIR/<id> exists: it is renamed into place only once complete, so its
-presence alone says so, whatever happened to the run that wrote it. Every run appends a
+A snapshot is whole when DIR/<id> exists: it is renamed into place only once complete, so
+its presence alone says so, whatever happened to the run that wrote it. Every run appends a
 line per task of its manifest (ok, failed with the error, or skipped as already done);
-the last line of an id is its state.
+the last line of an id is its state, and its last `ok` line says what DIR/<id> holds (the
+repository and the commit it resolved to, or the source folder). A task is done when that
+is what its manifest line asks now: a line that names another repository, another commit
+(or a branch that moved on) or another folder has its snapshot made again (`stale`). A
+DIR/<id> without an `ok` line (a run stopped between the rename and its line) is taken as
+done, as it always was.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import shutil
 from pathlib import Path
 from typing import IO, Any
 
+from anchor_ls.batch import gittree
 from anchor_ls.batch.chain import PARTIAL
-from anchor_ls.batch.manifest import RESULTS_FILE
+from anchor_ls.batch.manifest import RESULTS_FILE, Task
 
 RESULTS = RESULTS_FILE
 LOCK = ".lock"
@@ -86,4 +92,82 @@ def last_results(out: Path) -> dict[str, dict[str, Any]]:
                 item = json.loads(line)
                 if isinstance(item, dict) and isinstance(item.get("id"), str):
                     found[item["id"]] = item
+    return found
+
+
+def made_from(record: dict[str, Any]) -> dict[str, Any] | None:
+    """What the snapshot of an `ok` line was made from: {"repo", "commit", "sha"} or
+    {"source"} (None: a line that says neither)."""
+    if isinstance(record.get("source"), str):
+        return {"source": record["source"]}
+    if all(isinstance(record.get(key), str) for key in ("repo", "commit", "sha")):
+        return {key: record[key] for key in ("repo", "commit", "sha")}
+    return None
+
+
+def held(out: Path) -> dict[str, dict[str, Any] | None]:
+    """For each id with an `ok` line in DIR/results.jsonl, what its last one was made from."""
+    found: dict[str, dict[str, Any] | None] = {}
+    with contextlib.suppress(FileNotFoundError), open(out / RESULTS, encoding="utf-8") as handle:
+        for line in handle:
+            with contextlib.suppress(ValueError):
+                item = json.loads(line)
+                ok = isinstance(item, dict) and item.get("status") == "ok"
+                if ok and isinstance(item.get("id"), str):
+                    found[item["id"]] = made_from(item)
+    return found
+
+
+def shown(made: dict[str, Any]) -> str:
+    """A snapshot's origin as a person reads it: `REPO at SHA (commit NAME)` or `FOLDER`."""
+    if "source" in made:
+        return f"the folder {made['source']}"
+    text = f"{made['repo']} at {made['sha'][:12]}"
+    return text if made["commit"] == made["sha"] else f"{text} (commit {made['commit']})"
+
+
+def _asked(task: Task, sha: str | None) -> str:
+    if task.source is not None:
+        return f"the folder {task.source}"
+    text = f"{task.repo} at {sha[:12]}" if sha else f"{task.repo}, where it is not found"
+    return text if task.commit == sha else f"{text} (commit {task.commit})"
+
+
+def _same_path(a: str, b: str) -> bool:
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def stale(
+    tasks: list[Task], records: dict[str, dict[str, Any] | None]
+) -> dict[str, tuple[dict[str, Any], str]]:
+    """The tasks among `tasks` (each with a DIR/<id>) whose line asks for another snapshot
+    than their `ok` line says DIR/<id> holds: id -> (what it holds, why it is made again).
+    A commit given by name is resolved (one `git cat-file` per repository), so a branch
+    that moved on is another snapshot; one that cannot be resolved is, too (the task then
+    fails with the reason, and DIR/<id> is kept)."""
+    found: dict[str, tuple[dict[str, Any], str]] = {}
+    to_resolve: dict[str, list[tuple[Task, dict[str, Any]]]] = {}
+    for task in tasks:
+        made = records.get(task.id)
+        if made is None:  # no ok line, or one of an older form: taken as done
+            continue
+        if task.source is not None:
+            if "source" not in made or not _same_path(made["source"], task.source):
+                found[task.id] = (made, f"the manifest now asks {_asked(task, None)}")
+            continue
+        assert task.repo is not None and task.commit is not None
+        if "repo" not in made or not _same_path(made["repo"], task.repo):
+            asked = f"{task.repo} (commit {task.commit})"
+            found[task.id] = (made, f"the manifest now asks {asked}")
+        elif task.commit != made["sha"]:  # a full id names one commit forever: no git
+            to_resolve.setdefault(task.repo, []).append((task, made))
+    for repo, pending in to_resolve.items():
+        try:
+            shas = gittree.resolve(repo, [task.commit or "" for task, _made in pending])
+        except gittree.GitError:
+            shas = {}
+        for task, made in pending:
+            sha = shas.get(task.commit or "")
+            if sha != made["sha"]:
+                found[task.id] = (made, f"the manifest now asks {_asked(task, sha)}")
     return found

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from anchor_ls.index.roots import configures_roots
+
 SKIP_DIRS = frozenset(
     {
         ".git",
@@ -61,7 +63,10 @@ def is_excluded(relpath: str, patterns: Sequence[str]) -> bool:
 
 
 def python_files(
-    root: Path, exclude: Sequence[str] = (), folders: dict[str, int] | None = None
+    root: Path,
+    exclude: Sequence[str] = (),
+    folders: dict[str, int] | None = None,
+    configs: list[str] | None = None,
 ) -> Iterator[str | Skipped]:
     """Relpaths ('/'-separated, sorted) of the .py files under root, or why one was skipped.
 
@@ -70,6 +75,8 @@ def python_files(
     Virtual environments (a folder with pyvenv.cfg) are left out.
     `folders`, when given, gets the mtime (ns) of each folder walked, taken before it is
     listed: a folder whose mtime has not moved since still lists the same names.
+    `configs`, when given, gets the relpaths of the files of the folders walked that state
+    source roots (roots.configures_roots: pyproject.toml, setup.cfg, pytest.ini, tox.ini).
     """
     root_real = os.path.realpath(root)
     stack = [""]
@@ -101,7 +108,11 @@ def python_files(
             except OSError as err:
                 yield Skipped(rel, "unreadable", err.strerror or str(err))
                 continue
-            if not entry.name.endswith(".py") or is_excluded(rel, exclude):
+            if not entry.name.endswith(".py"):
+                if configs is not None and configures_roots(entry.name):
+                    configs.append(rel)
+                continue
+            if is_excluded(rel, exclude):
                 continue
             if _undecodable(entry.name):
                 yield Skipped(_shown(rel), "unreadable", _BAD_NAME)

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from anchor_ls.index.files import SKIP_DIRS as INDEX_SKIP_DIRS
 from anchor_ls.index.model import Graph
 from anchor_ls.index.repository import Progress
 from anchor_ls.index.stats import graph_figures
 from anchor_ls.tags import text
 from anchor_ls.tags.files import (
+    SKIP_DIRS,
     ChangedOnDisk,
     atomic_rewrite,
     inside,
@@ -238,11 +240,19 @@ def tag_tree_in_place(
     return report
 
 
+# What strip leaves out below its root: the folders the index never reads (virtual
+# environments, node_modules, tool caches), where tag never writes a block.
+STRIP_SKIP_DIRS = SKIP_DIRS | INDEX_SKIP_DIRS
+SHOWN_SKIPPED = 3  # folders named in strip's note
+
+
 def strip_tree(root: str | Path, progress: Progress | None = None) -> Report:
     """Remove every tag block from the Python files under root (or from one file).
 
     A block's id may name its file by any trailing part of the file's path, so a
-    snapshot strips the same from its root or from any folder in it.
+    snapshot strips the same from its root or from any folder in it. The folders below
+    root the index leaves out (its SKIP_DIRS, a folder holding a pyvenv.cfg) are left
+    out too, and counted in a note: root itself is stripped whatever it is.
     """
     report = Report("strip")
     root = Path(root)
@@ -253,11 +263,21 @@ def strip_tree(root: str | Path, progress: Progress | None = None) -> Report:
         targets = [(root.name, root)]
     else:
         targets = []
-        for e in walk(root):
+        skipped: list[str] = []
+        for e in walk(root, STRIP_SKIP_DIRS, skip_venvs=True, skipped=skipped):
             if e.kind == "file" and is_python(e.relpath):
                 targets.append((e.relpath, e.path))
             elif e.kind == "unreadable":  # its files keep whatever tags they hold
                 report.problem(e.relpath, 0, f"folder not read: {e.error}; not stripped")
+        # VCS data and caches (ours) were always left out and hold no source: not counted
+        left = [rel for rel in skipped if rel.rpartition("/")[2] not in SKIP_DIRS]
+        if left:
+            shown = ", ".join(left[:SHOWN_SKIPPED]) + (", ..." if len(left) > SHOWN_SKIPPED else "")
+            report.notes.append(
+                f"{len(left)} folder{'s' if len(left) > 1 else ''} left out as the index leaves "
+                f"them (virtual environments, node_modules, tool caches): {shown}; give one "
+                "as PATH to strip it"
+            )
     for done, (relpath, path) in enumerate(targets, 1):
         _step(progress, done, len(targets), relpath)
         report.files += 1

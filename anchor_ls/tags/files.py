@@ -160,11 +160,19 @@ class Entry:
 
 
 def walk(
-    root: Path, skip: frozenset[str] = SKIP_DIRS, prune: Path | None = None
+    root: Path,
+    skip: frozenset[str] = SKIP_DIRS,
+    prune: Path | None = None,
+    *,
+    skip_venvs: bool = False,
+    skipped: list[str] | None = None,
 ) -> Iterator[Entry]:
     """Every entry under root in sorted order, depth first, without following symlinks.
 
-    Directories named in `skip` and the directory `prune` (compared by identity) are left out.
+    Directories named in `skip` and the directory `prune` (compared by identity) are left out,
+    and with `skip_venvs` those below root that hold a pyvenv.cfg (virtual environments, as
+    the index leaves them out); `skipped`, when given, gets the relpath of each folder left
+    out for its name or as a virtual environment.
     A folder that cannot be listed is an `unreadable` entry (its contents are not in the
     walk: callers say so); an entry gone between the listing and its stat is left out.
     """
@@ -189,7 +197,11 @@ def walk(
             if stat.S_ISLNK(st.st_mode):
                 yield Entry(rel, path, "link", st.st_mode)
             elif stat.S_ISDIR(st.st_mode):
-                if item.name in skip or (st.st_dev, st.st_ino) == prune_id:
+                if (st.st_dev, st.st_ino) == prune_id:
+                    continue
+                if item.name in skip or (skip_venvs and _holds_pyvenv_cfg(path)):
+                    if skipped is not None:
+                        skipped.append(rel)
                     continue
                 yield Entry(rel, path, "dir", st.st_mode)
                 yield from visit(path, rel + "/")
@@ -201,6 +213,10 @@ def walk(
                 yield Entry(rel, path, "other", st.st_mode)
 
     yield from visit(root, "")
+
+
+def _holds_pyvenv_cfg(folder: Path) -> bool:
+    return os.path.lexists(os.path.join(folder, "pyvenv.cfg"))
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
