@@ -691,3 +691,53 @@ def test_what_with_binds_from_a_library_is_what_its_enter_returns(tmp_path: Path
     calls = {d for s, d in edge_set(index.graph.to_json(), "calls") if s == "p/m.py:f"}
     assert calls == {"ext:_io._TextIOBase.read"}
     assert index.graph.unresolved("p/m.py:f") == 0
+
+
+BASES = FIXTURE / "bases"  # the repository of fixtures/libraries/bases, on the fake `kit`
+KIT = "ext:kit.core"
+
+
+def build_bases(tmp_path: Path, python: object = None) -> dict:
+    root = tmp_path / "bases"
+    shutil.copytree(BASES, root)
+    environment = fake_environment() if python is None else python
+    return build(root, environment, use_cache=False).graph.to_json()
+
+
+def calls_from(data: dict, rel: str) -> dict[tuple[str, str], str | None]:
+    return {
+        (e["src"], e["dst"]): e.get("via")
+        for e in data["edges"]
+        if e["kind"] == "calls" and e["src"].startswith(rel)
+    }
+
+
+def test_a_name_only_a_later_library_base_defines_is_found_along_the_whole_mro(
+    tmp_path: Path,
+) -> None:
+    """`class Two(First, Second)` then `self.second()`: only the first base from outside
+    was asked, so the call reached nothing; `class Diamond(Second, Third)` then
+    `self.shared()` reached Common.shared through Second's own MRO, where Python's
+    (Diamond, Second, Third, Common) finds Third.shared first. Every base from outside is
+    asked, in C3 order, the first definition wins (gallery/multi.py)."""
+    data = build_bases(tmp_path)
+    m = "gallery/multi.py"
+    assert calls_from(data, m) == {
+        (f"{m}:Two.run", f"{KIT}.Second.second"): "self",
+        (f"{m}:Two.run", f"{KIT}.Common.shared"): "self",
+        (f"{m}:Diamond.go", f"{KIT}.Third.shared"): "self",
+        (f"{m}:SuperDiamond.shared", f"{KIT}.Third.shared"): "super",
+        (f"{m}:use", f"{m}:Two"): "constructor",
+        (f"{m}:use", f"{m}:Diamond"): "constructor",
+        (f"{m}:use", f"{KIT}.Second.second"): "attribute",
+        (f"{m}:use", f"{KIT}.Third.shared"): "attribute",
+    }
+    assert {(s, d) for s, d in edge_set(data, "overrides") if s.startswith(m)} == {
+        (f"{m}:Two.both", f"{KIT}.Second.both"),
+        (f"{m}:SuperDiamond.shared", f"{KIT}.Third.shared"),
+    }
+    without = build_bases(tmp_path / "bare", Environment())
+    assert calls_from(without, m) == {
+        (f"{m}:use", f"{m}:Two"): "constructor",
+        (f"{m}:use", f"{m}:Diamond"): "constructor",
+    }

@@ -20,7 +20,7 @@ import os
 import pickle
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -76,13 +76,21 @@ class Definition(NamedTuple):
     idx: int
 
 
+class Bases(NamedTuple):
+    """The classes from outside the repository that a class of the repository derives
+    from, in its MRO's order (the binder's group name `[a.A+b.B]`): looked in along the
+    C3 merge of their MROs, as Python's MRO has them."""
+
+    classes: tuple[Definition, ...]
+
+
 class Instance(NamedTuple):
-    """An instance of a class."""
+    """An instance of a class (of one deriving from Bases)."""
 
-    cls: Definition
+    cls: Definition | Bases
 
 
-Target = Module | Definition | Instance
+Target = Module | Definition | Instance | Bases
 
 
 class OutlineBinding(NamedTuple):
@@ -174,6 +182,9 @@ class Externals:
     def installed(self, dotted: str) -> bool:
         """Whether the top module of a binder name is in the environment (else a call of
         it is unresolved: the code needs a package that is not installed)."""
+        group = _group(dotted)
+        if group is not None:
+            return any(self.installed(member) for member in group[0])
         top = dotted.partition(".")[0].partition("(")[0]
         return top in _ALWAYS_THERE or self.module(top) is not None
 
@@ -442,11 +453,43 @@ class Externals:
     def _evaluate_name(self, dotted: str) -> Target | None:
         """A binder name (`a.b.C().m`) step by step: the longest module prefix, then
         attributes and calls."""
+        group = _group(dotted)
+        if group is not None:
+            return self._evaluate_group(*group)
         steps = _steps(dotted)
         if not steps or steps[0][1]:
             return None
-        current: Target | None = self.module(steps[0][0])
-        for name, calls in steps[1:] if current is not None else ():
+        current = self.module(steps[0][0])
+        return self._follow(current, steps[1:]) if current is not None else None
+
+    def _evaluate_group(self, members: list[str], rest: str) -> Target | None:
+        """`[a.A+b.B]().name`: the bases from outside of a class of the repository (Bases),
+        then what rest does to it."""
+        classes: list[Definition] = []
+        for member in members:
+            found = self._evaluate_name(member)
+            if (
+                isinstance(found, Definition)
+                and self._scope(found).kind == "class"
+                and found not in classes
+            ):
+                classes.append(found)
+        if not classes:
+            return None
+        current: Target | None = classes[0] if len(classes) == 1 else Bases(tuple(classes))
+        calls = 0
+        while rest.startswith("()"):
+            rest, calls = rest[2:], calls + 1
+        for _ in range(calls):
+            current = self._call(current, 0) if current is not None else None
+        if current is None or not rest:
+            return current
+        steps = _steps(rest[1:]) if rest.startswith(".") else []
+        return self._follow(current, steps) if steps else None
+
+    def _follow(self, current: Target, steps: list[tuple[str, int]]) -> Target | None:
+        """current's attributes and calls, step by step."""
+        for name, calls in steps:
             receiver = current.cls if isinstance(current, Instance) else None
             current = self._attribute(current, name, 0)
             for _ in range(calls):
@@ -467,12 +510,12 @@ class Externals:
             return found
         if isinstance(target, Instance):
             return self._class_attr(target.cls, name, depth + 1)
-        if self._scope(target).kind == "class":
+        if isinstance(target, Bases) or self._scope(target).kind == "class":
             return self._class_attr(target, name, depth + 1)
         return None
 
     def _call(
-        self, target: Target, depth: int, receiver: Definition | None = None
+        self, target: Target, depth: int, receiver: Definition | Bases | None = None
     ) -> Target | None:
         """What calling target gives; receiver: the class of the instance a method was
         read from, which a `-> Self` names (`open(p).__enter__()` is a TextIOWrapper,
@@ -482,6 +525,8 @@ class Externals:
         if isinstance(target, Instance):
             call = self._class_attr(target.cls, "__call__", depth + 1)
             return self._call(call, depth + 1) if isinstance(call, Definition) else None
+        if isinstance(target, Bases):
+            return Instance(target)
         scope = self._scope(target)
         if scope.kind == "class":
             return Instance(target)
@@ -521,12 +566,26 @@ class Externals:
                     return found
         return None
 
-    def _class_attr(self, cls: Definition, name: str, depth: int) -> Target | None:
-        for ident in self.mro(self._remember(cls)):
+    def _class_attr(self, cls: Definition | Bases, name: str, depth: int) -> Target | None:
+        for ident in self._lookup_order(cls):
             found = self._own_attr(self._defs[ident], name, depth + 1)
             if found is not None:
                 return found
         return None
+
+    def _lookup_order(self, cls: Definition | Bases) -> list[str]:
+        """The ext ids of the classes a name is looked up in: cls's MRO, or for Bases the C3
+        merge of their MROs and their order (the MRO of a class deriving from them, without
+        that class)."""
+        if isinstance(cls, Definition):
+            return self.mro(self._remember(cls))
+        members = [self._remember(c) for c in cls.classes]
+        group = f"[{'+'.join(members)}]"
+
+        def bases(ident: str) -> Sequence[str]:
+            return members if ident == group else self.bases(ident)
+
+        return list(mro_of(group, bases, self._known_mros, set()))[1:]
 
     def _class_bases(self, cls: Definition) -> list[Definition]:
         scope = self._scope(cls)
@@ -654,6 +713,27 @@ def _names_type(expr: Expr) -> bool:
     """`type` or `Type` (`typing.Type`), as an annotation names it."""
     name = expr[1] if expr[0] == "n" else expr[2] if expr[0] == "a" else None
     return name in ("type", "Type")
+
+
+def _group(dotted: str) -> tuple[list[str], str] | None:
+    """`[a.A+b.B]().name` (classes.outside_name of the binder) -> (["a.A", "b.B"],
+    "().name"); None for a name that is no group."""
+    if not dotted.startswith("["):
+        return None
+    members: list[str] = []
+    depth, start = 0, 1
+    for at, char in enumerate(dotted):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if not depth:
+                members.append(dotted[start:at])
+                return members, dotted[at + 1 :]
+        elif char == "+" and depth == 1:
+            members.append(dotted[start:at])
+            start = at + 1
+    return None
 
 
 def _steps(dotted: str) -> list[tuple[str, int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 from anchor_ls.index.bind import lookup
@@ -340,8 +340,9 @@ def _container_kind(values: Values) -> str | None:
 
 def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
     """`super().name` in cls: what the MRO after cls binds to name; where no class of the
-    repository does, the name on the first base from outside (`super().dispatch()` under
-    `class ArticleView(View)` is `View.dispatch`, for the library-aware index to find)."""
+    repository does, the name on the bases from outside after cls, in MRO order
+    (`super().dispatch()` under `class ArticleView(View)` is `View.dispatch`, for the
+    library-aware index to find)."""
     out: set[Value] = set()
     for v in in_order(class_attr(db, cls, name, bound=True, start=1)):
         if isinstance(v, Function) and _is_property(db, v):
@@ -349,29 +350,53 @@ def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Va
         else:
             out.add(v)
     if not out:
-        outside = first_outside_base(db, cls)
-        if outside is not None:
-            out.add(External(f"{outside.dotted}.{name}"))
+        outside = outside_bases(db, cls, start=1)
+        if outside:
+            out.add(outside_name(outside, f".{name}"))
     return frozenset(out)
 
 
 def outside_attr(db: BinderState, cls: tuple[str, int], name: str) -> Values:
     """`instance.name` where no class of cls's MRO in the repository binds or stores name:
-    the name on an instance of the first base from outside, as super_attr (`self.setup()`
+    the name on an instance of the bases from outside, as super_attr (`self.setup()`
     under `class ArticleView(View)` is `View.setup`, for the library-aware index to
     find); nothing where every base is the repository's."""
-    outside = first_outside_base(db, cls)
-    return frozenset({External(f"{outside.dotted}().{name}")}) if outside is not None else EMPTY
+    outside = outside_bases(db, cls)
+    return frozenset({outside_name(outside, f"().{name}")}) if outside else EMPTY
 
 
-def first_outside_base(db: BinderState, cls: tuple[str, int]) -> External | None:
-    """The first base from outside the repository in cls's MRO, C3 over the repository's
-    classes with each base from outside taken as a class without bases: in `class
-    C(Mixin, Base)`, `class Mixin(LibMixin)`, LibMixin before Base."""
+def outside_name(bases: Sequence[External], suffix: str) -> External:
+    """The outside name of suffix (`().name`, `.name`) read from the bases from outside of
+    a class, in MRO order: `django.views.View().setup` for one; for several, the group
+    `[kit.First+kit.Second]().second`, whose MRO anchor_ls.index.externals merges (C3 of
+    the bases' own) and looks the name up along, the first definition winning."""
+    if len(bases) == 1:
+        return External(f"{bases[0].dotted}{suffix}")
+    return External(f"[{'+'.join(b.dotted for b in bases)}]{suffix}")
+
+
+def outside_bases(db: BinderState, cls: tuple[str, int], start: int = 0) -> list[External]:
+    """The bases from outside the repository in cls's MRO (from its start-th class: 1 for
+    `super()`), in order (outside_line)."""
+    return [n for n in outside_line(db, cls)[start:] if isinstance(n, External)]
+
+
+def outside_line(db: BinderState, cls: tuple[str, int]) -> tuple[tuple[str, int] | External, ...]:
+    """cls's MRO with its bases from outside: C3 over the repository's classes with each
+    base from outside taken as a class without bases (in `class C(Mixin, Base)`, `class
+    Mixin(LibMixin)`: C, Mixin, LibMixin, Base); () where no class of the MRO has a base
+    from outside (the common case). Their own bases are the environment's to know: the
+    library-aware index merges their MROs in this order."""
+    return db.caches.outside_lines.ask(cls, (), _outside_line_of, db, cls)
+
+
+def _outside_line_of(
+    db: BinderState, cls: tuple[str, int]
+) -> tuple[tuple[str, int] | External, ...]:
     if not any(
         isinstance(v, External) for c in mro(db, cls) for v in class_bases(db, c)
-    ):  # the common case, answered from the MRO the binder keeps
-        return None
+    ):  # answered from the MRO the binder keeps
+        return ()
 
     def bases(node: tuple[str, int] | External) -> list[tuple[str, int] | External]:
         if isinstance(node, External):
@@ -381,8 +406,7 @@ def first_outside_base(db: BinderState, cls: tuple[str, int]) -> External | None
             v.scope if isinstance(v, Class) else v for v in found if isinstance(v, Class | External)
         ]
 
-    order = mro_of(cls, bases, {}, set())
-    return next((n for n in order if isinstance(n, External)), None)
+    return tuple(mro_of(cls, bases, {}, set()))  # type: ignore[arg-type]
 
 
 def tables(db: BinderState) -> ClassTables:
