@@ -741,3 +741,43 @@ def test_a_name_only_a_later_library_base_defines_is_found_along_the_whole_mro(
         (f"{m}:use", f"{m}:Two"): "constructor",
         (f"{m}:use", f"{m}:Diamond"): "constructor",
     }
+
+
+def test_a_repository_method_hides_a_library_one_only_where_the_mro_puts_it_first(
+    tmp_path: Path,
+) -> None:
+    """gallery/hidden.py. `self.save()` in `class Saver(Base)`, whose subclass Custom
+    overrides save: the call reached Custom.save alone, though on a Saver it runs
+    Base.save (a site with a target in the repository never asked outside). `class
+    Mixed(Base, Local)`: `self.save()`, `super().save()` below it and `Mixed().save()`
+    reached Local.save alone, though the MRO (Mixed, Base, Local) finds Base.save first.
+    Both now reach the library's definition too; the repository's edges stay as they are
+    without an environment (the binder cannot know what Base defines). `class
+    Front(Local, Base)` puts Local first: no edge to Base.save."""
+    data = build_bases(tmp_path)
+    h = "gallery/hidden.py"
+    internal = {
+        (f"{h}:Saver.run", f"{h}:Custom.save"): "self",
+        (f"{h}:Mixed.run", f"{h}:Local.save"): "self",
+        (f"{h}:Mixed.run", f"{h}:Local.other"): "self",
+        (f"{h}:Mixed.run", f"{h}:Below.save"): "self",
+        (f"{h}:Below.save", f"{h}:Local.save"): "super",
+        (f"{h}:Front.run", f"{h}:Local.save"): "self",
+        (f"{h}:use", f"{h}:Mixed"): "constructor",
+        (f"{h}:use", f"{h}:Front"): "constructor",
+        (f"{h}:use", f"{h}:Local.save"): "attribute",
+    }
+    assert calls_from(data, h) == {
+        **internal,
+        (f"{h}:Saver.run", f"{KIT}.Base.save"): "self",
+        (f"{h}:Mixed.run", f"{KIT}.Base.save"): "self",
+        (f"{h}:Mixed.run", f"{KIT}.Base.other"): "self",
+        (f"{h}:Below.save", f"{KIT}.Base.save"): "super",
+        (f"{h}:use", f"{KIT}.Base.save"): "attribute",
+    }
+    assert {(s, d) for s, d in edge_set(data, "overrides") if s.startswith(h)} == {
+        (f"{h}:Custom.save", f"{KIT}.Base.save"),
+        (f"{h}:Below.save", f"{KIT}.Base.save"),
+    }
+    without = build_bases(tmp_path / "bare", Environment())
+    assert calls_from(without, h) == internal

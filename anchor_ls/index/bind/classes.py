@@ -339,29 +339,30 @@ def _container_kind(values: Values) -> str | None:
 
 
 def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
-    """`super().name` in cls: what the MRO after cls binds to name; where no class of the
-    repository does, the name on the bases from outside after cls, in MRO order
-    (`super().dispatch()` under `class ArticleView(View)` is `View.dispatch`, for the
-    library-aware index to find)."""
+    """`super().name` in cls: what the MRO after cls binds to name, and the name on the
+    bases from outside that come before the class of the repository binding it, in MRO
+    order (`super().dispatch()` under `class ArticleView(View)` is `View.dispatch`, for
+    the library-aware index to find; see outside_attr)."""
     out: set[Value] = set()
     for v in in_order(class_attr(db, cls, name, bound=True, start=1)):
         if isinstance(v, Function) and _is_property(db, v):
             out |= _read_property(db, v, ctx)
         else:
             out.add(v)
-    if not out:
-        outside = outside_bases(db, cls, start=1)
-        if outside:
-            out.add(outside_name(outside, f".{name}"))
+    outside = outside_bases(db, cls, name, start=1)
+    if outside:
+        out.add(outside_name(outside, f".{name}"))
     return frozenset(out)
 
 
 def outside_attr(db: BinderState, cls: tuple[str, int], name: str) -> Values:
-    """`instance.name` where no class of cls's MRO in the repository binds or stores name:
-    the name on an instance of the bases from outside, as super_attr (`self.setup()`
-    under `class ArticleView(View)` is `View.setup`, for the library-aware index to
-    find); nothing where every base is the repository's."""
-    outside = outside_bases(db, cls)
+    """`instance.name` as the bases from outside may define it: the name on an instance of
+    those that cls's MRO puts before every class of the repository whose body binds name,
+    as super_attr (`self.setup()` under `class ArticleView(View)` is `View.setup`, for
+    the library-aware index to find; under `class Mixed(Base, Local)` `self.save()` is
+    `Base().save` as well as Local.save, which runs only where Base has none); nothing
+    where every base is the repository's, or a class of the repository comes first."""
+    outside = outside_bases(db, cls, name)
     return frozenset({outside_name(outside, f"().{name}")}) if outside else EMPTY
 
 
@@ -375,10 +376,29 @@ def outside_name(bases: Sequence[External], suffix: str) -> External:
     return External(f"[{'+'.join(b.dotted for b in bases)}]{suffix}")
 
 
-def outside_bases(db: BinderState, cls: tuple[str, int], start: int = 0) -> list[External]:
+def outside_bases(
+    db: BinderState, cls: tuple[str, int], name: str, start: int = 0
+) -> list[External]:
     """The bases from outside the repository in cls's MRO (from its start-th class: 1 for
-    `super()`), in order (outside_line)."""
-    return [n for n in outside_line(db, cls)[start:] if isinstance(n, External)]
+    `super()`; outside_line) that come before the first class of the repository whose
+    body binds name, in order: those Python may find name in first."""
+    line = outside_line(db, cls)
+    if not line:
+        return []
+    definers = name_definers(db).get(name, ())
+    out: list[External] = []
+    for node in line[start:]:
+        if isinstance(node, External):
+            out.append(node)
+        elif node in definers and lookup.names(db, *node).get(name):
+            break
+    return out
+
+
+def stores(db: BinderState, cls: tuple[str, int], name: str) -> bool:
+    """Whether a method of a class of cls's MRO stores `self.name`: the instance holds it,
+    before any class's attribute."""
+    return bool(_storers_in_mro(db, cls, name))
 
 
 def outside_line(db: BinderState, cls: tuple[str, int]) -> tuple[tuple[str, int] | External, ...]:
