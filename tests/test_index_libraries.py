@@ -781,3 +781,39 @@ def test_a_repository_method_hides_a_library_one_only_where_the_mro_puts_it_firs
     }
     without = build_bases(tmp_path / "bare", Environment())
     assert calls_from(without, h) == internal
+
+
+def test_typing_special_forms_and_aliases_as_bases_are_linked(tmp_path: Path) -> None:
+    """gallery/forms.py. typeshed declares `Protocol: _SpecialForm`, `TypedDict:
+    _SpecialForm`, `Generic: type[_Generic]` and `List = _Alias()`: a class deriving from
+    one had no BASE (Generic's was typeshed's check-only `_Generic`). An alias is the class
+    it stands for at run time (`List[int]` is `list`), a special form is an entity of its
+    own, located at its declaration in typing.pyi; nothing of either's insides is linked."""
+    stubs = typeshed_stdlib()
+    if not stubs:
+        pytest.skip("needs jedi's typeshed stubs")
+    data = build_bases(tmp_path)
+    f = "gallery/forms.py"
+    assert {(s, d) for s, d in edge_set(data, "inherits") if s.startswith(f)} == {
+        (f"{f}:Shape", "ext:typing.Protocol"),
+        (f"{f}:Box", "ext:typing.Generic"),
+        (f"{f}:Holder", "ext:typing.Protocol"),
+        (f"{f}:Numbers", "ext:builtins.list"),
+        (f"{f}:Table", "ext:builtins.dict"),
+        (f"{f}:Counts", "ext:collections.defaultdict"),
+        (f"{f}:Point", "ext:typing.NamedTuple"),
+        (f"{f}:Movie", "ext:typing.TypedDict"),
+    }
+    assert not [s for s, _d in edge_set(data, "overrides") if s.startswith(f)]
+    entities = {e["id"]: e for e in data["entities"]}
+    typing_stub = os.path.join(stubs[0], "typing.pyi")
+    lines = Path(typing_stub).read_text(encoding="utf-8").splitlines()
+    for name, declared in [
+        ("Protocol", "Protocol: _SpecialForm"),
+        ("TypedDict", "TypedDict: _SpecialForm"),
+        ("Generic", "Generic: type[_Generic]"),
+    ]:
+        form = entities[f"ext:typing.{name}"]
+        assert (form["kind"], form["path"]) == ("class", typing_stub)
+        assert lines[form["line"] - 1].strip() == declared
+    assert not [e for e in data["edges"] if e["src"].startswith(EXTERNAL_PREFIX)]
