@@ -449,6 +449,59 @@ def test_the_prefetch_follows_what_call_sites_reach_through_an_imported_name() -
     ]
 
 
+def test_the_prefetch_follows_what_bodies_read_through_an_imported_name() -> None:
+    """`except json.JSONDecodeError`, `q = asyncio.Queue`, a dict of classes: no call, yet
+    resolution reads json/decoder.pyi and asyncio/queues.pyi for them (DRF's tail read
+    such modules itself, one at a time, after the prefetch had ended)."""
+    from anchor_ls.index.prefetch import imported_names
+    from anchor_ls.syntax.parse import summarize
+    from anchor_ls.syntax.summary import pack_bodies
+
+    source = (
+        b"import asyncio\nimport json\nfrom os import path as p\n\n\ndef f():\n"
+        b"    try:\n        q = asyncio.Queue\n    except json.JSONDecodeError:\n        pass\n"
+        b"    return {p.sep: asyncio.events.AbstractEventLoop}\n"
+    )
+    summary = pack_bodies(summarize("shop/m.py", source))
+    assert imported_names([summary], {"shop"}, calls=True) == [
+        "asyncio",
+        "asyncio.Queue",
+        "asyncio.events",
+        "asyncio.events.AbstractEventLoop",
+        "json",
+        "json.JSONDecodeError",
+        "os.path",
+        "os.path.sep",
+    ]
+
+
+def test_the_prefetch_reads_the_modules_an_imported_package_star_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`from django.contrib.postgres import fields` re-exported by a compat module and read
+    as `compat.fields.ArrayField` elsewhere: the prefetch cannot see the name, but the
+    package's `from .array import *` says where any name of it is looked up."""
+    from anchor_ls.index.externals import Externals
+    from anchor_ls.index.prefetch import prefetch_outlines
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    package = tmp_path / "site" / "pg" / "fields"
+    package.mkdir(parents=True)
+    (tmp_path / "site" / "pg" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "__init__.py").write_text(
+        "from .array import *\nfrom .ranges import *\nfrom .jsonb import JSONField\n",
+        encoding="utf-8",
+    )
+    for name, cls in (("array", "ArrayField"), ("ranges", "RangeField"), ("jsonb", "JSONField")):
+        (package / f"{name}.py").write_text(f"class {cls}:\n    pass\n", encoding="utf-8")
+    (package / "unused.py").write_text("class Unused:\n    pass\n", encoding="utf-8")
+    ahead = Externals(Environment(paths=(str(tmp_path / "site"),), stubs=()))
+    prefetch_outlines(ahead, ["pg.fields"])
+    read = {Path(path).name for path in ahead.files}
+    ahead.close()
+    assert read == {"__init__.py", "array.py", "ranges.py"}
+
+
 def test_a_method_a_library_base_defines_is_called_through_self_and_instances(
     tmp_path: Path,
 ) -> None:

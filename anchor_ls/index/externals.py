@@ -620,6 +620,19 @@ class Externals:
                 return Form(module, name, line, col)
         return None
 
+    def star_sources(self, module: Module) -> list[Module]:
+        """module and the modules its top level star-imports (once read, any name asked of
+        it later is looked up in these)."""
+        summary = self.summary(module)
+        if summary is None:
+            return []
+        found = [module]
+        for star in _this_platform_first(summary.scopes[0].star_imports):
+            source = self._imported_module(module, star.module, star.level)
+            if source is not None and source not in found:
+                found.append(source)
+        return found
+
     def _own_attr(self, cls: Definition, name: str, depth: int) -> Target | None:
         scope = self._scope(cls)
         for binding in scope.bindings:

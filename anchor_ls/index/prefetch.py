@@ -36,8 +36,9 @@ def imported_names(
 ) -> list[str]:
     """The absolute names the files import (`django.db.models`, `os.path.join`) whose
     first part is none of the repository's own top-level modules (internal), sorted.
-    calls: and what their call sites reach through an imported name (`asyncio.sleep`
-    after `import asyncio`), which reads every body of the files."""
+    calls: and what their bodies reach through an imported name, called or read
+    (`asyncio.sleep(1)`, `except json.JSONDecodeError` after `import asyncio, json`),
+    which reads every body of the files."""
     names: set[str] = set()
     for summary in summaries:
         imported: dict[str, str] = {}  # a name an import binds in the file -> what
@@ -59,9 +60,12 @@ def imported_names(
                 if not star.level and star.module:
                     names.add(star.module)
         if calls and imported:
-            for sites, _reads, _uses in scope_bodies(summary):
-                for site in sites:
-                    found = _dotted(site.func, imported)
+            for sites, reads, uses in scope_bodies(summary):
+                exprs = [site.func for site in sites]
+                exprs += [read.expr for read in reads]
+                exprs += [use.expr for use in uses if use.kind == "r"]
+                for expr in exprs:
+                    found = _dotted(expr, imported)
                     if found is not None:
                         names.add(found)
     return sorted(n for n in names if n.partition(".")[0] not in internal)
@@ -94,7 +98,8 @@ def prefetch_outlines(externals: Externals, names: Iterable[str]) -> int:
                 continue
             module = externals.module(name)
             if module is not None:
-                externals.summary(module)
+                for source in externals.star_sources(module):  # names asked of it are there
+                    externals.summary(source)
             found = externals.target(name)
             if found is not None and externals.is_class(found):
                 externals.mro(found)
