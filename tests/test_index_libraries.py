@@ -744,3 +744,129 @@ def test_what_with_binds_from_a_library_is_what_its_enter_returns(tmp_path: Path
     calls = {d for s, d in edge_set(index.graph.to_json(), "calls") if s == "p/m.py:f"}
     assert calls == {"ext:_io._TextIOBase.read"}
     assert index.graph.unresolved("p/m.py:f") == 0
+
+
+BASES = FIXTURE / "bases"  # the repository of fixtures/libraries/bases, on the fake `kit`
+KIT = "ext:kit.core"
+
+
+def build_bases(tmp_path: Path, python: object = None) -> dict:
+    root = tmp_path / "bases"
+    shutil.copytree(BASES, root)
+    environment = fake_environment() if python is None else python
+    return build(root, environment, use_cache=False).graph.to_json()
+
+
+def calls_from(data: dict, rel: str) -> dict[tuple[str, str], str | None]:
+    return {
+        (e["src"], e["dst"]): e.get("via")
+        for e in data["edges"]
+        if e["kind"] == "calls" and e["src"].startswith(rel)
+    }
+
+
+def test_a_name_only_a_later_library_base_defines_is_found_along_the_whole_mro(
+    tmp_path: Path,
+) -> None:
+    """`class Two(First, Second)` then `self.second()`: only the first base from outside
+    was asked, so the call reached nothing; `class Diamond(Second, Third)` then
+    `self.shared()` reached Common.shared through Second's own MRO, where Python's
+    (Diamond, Second, Third, Common) finds Third.shared first. Every base from outside is
+    asked, in C3 order, the first definition wins (gallery/multi.py)."""
+    data = build_bases(tmp_path)
+    m = "gallery/multi.py"
+    assert calls_from(data, m) == {
+        (f"{m}:Two.run", f"{KIT}.Second.second"): "self",
+        (f"{m}:Two.run", f"{KIT}.Common.shared"): "self",
+        (f"{m}:Diamond.go", f"{KIT}.Third.shared"): "self",
+        (f"{m}:SuperDiamond.shared", f"{KIT}.Third.shared"): "super",
+        (f"{m}:use", f"{m}:Two"): "constructor",
+        (f"{m}:use", f"{m}:Diamond"): "constructor",
+        (f"{m}:use", f"{KIT}.Second.second"): "attribute",
+        (f"{m}:use", f"{KIT}.Third.shared"): "attribute",
+    }
+    assert {(s, d) for s, d in edge_set(data, "overrides") if s.startswith(m)} == {
+        (f"{m}:Two.both", f"{KIT}.Second.both"),
+        (f"{m}:SuperDiamond.shared", f"{KIT}.Third.shared"),
+    }
+    without = build_bases(tmp_path / "bare", Environment())
+    assert calls_from(without, m) == {
+        (f"{m}:use", f"{m}:Two"): "constructor",
+        (f"{m}:use", f"{m}:Diamond"): "constructor",
+    }
+
+
+def test_a_repository_method_hides_a_library_one_only_where_the_mro_puts_it_first(
+    tmp_path: Path,
+) -> None:
+    """gallery/hidden.py. `self.save()` in `class Saver(Base)`, whose subclass Custom
+    overrides save: the call reached Custom.save alone, though on a Saver it runs
+    Base.save (a site with a target in the repository never asked outside). `class
+    Mixed(Base, Local)`: `self.save()`, `super().save()` below it and `Mixed().save()`
+    reached Local.save alone, though the MRO (Mixed, Base, Local) finds Base.save first.
+    Both now reach the library's definition too; the repository's edges stay as they are
+    without an environment (the binder cannot know what Base defines). `class
+    Front(Local, Base)` puts Local first: no edge to Base.save."""
+    data = build_bases(tmp_path)
+    h = "gallery/hidden.py"
+    internal = {
+        (f"{h}:Saver.run", f"{h}:Custom.save"): "self",
+        (f"{h}:Mixed.run", f"{h}:Local.save"): "self",
+        (f"{h}:Mixed.run", f"{h}:Local.other"): "self",
+        (f"{h}:Mixed.run", f"{h}:Below.save"): "self",
+        (f"{h}:Below.save", f"{h}:Local.save"): "super",
+        (f"{h}:Front.run", f"{h}:Local.save"): "self",
+        (f"{h}:use", f"{h}:Mixed"): "constructor",
+        (f"{h}:use", f"{h}:Front"): "constructor",
+        (f"{h}:use", f"{h}:Local.save"): "attribute",
+    }
+    assert calls_from(data, h) == {
+        **internal,
+        (f"{h}:Saver.run", f"{KIT}.Base.save"): "self",
+        (f"{h}:Mixed.run", f"{KIT}.Base.save"): "self",
+        (f"{h}:Mixed.run", f"{KIT}.Base.other"): "self",
+        (f"{h}:Below.save", f"{KIT}.Base.save"): "super",
+        (f"{h}:use", f"{KIT}.Base.save"): "attribute",
+    }
+    assert {(s, d) for s, d in edge_set(data, "overrides") if s.startswith(h)} == {
+        (f"{h}:Custom.save", f"{KIT}.Base.save"),
+        (f"{h}:Below.save", f"{KIT}.Base.save"),
+    }
+    without = build_bases(tmp_path / "bare", Environment())
+    assert calls_from(without, h) == internal
+
+
+def test_typing_special_forms_and_aliases_as_bases_are_linked(tmp_path: Path) -> None:
+    """gallery/forms.py. typeshed declares `Protocol: _SpecialForm`, `TypedDict:
+    _SpecialForm`, `Generic: type[_Generic]` and `List = _Alias()`: a class deriving from
+    one had no BASE (Generic's was typeshed's check-only `_Generic`). An alias is the class
+    it stands for at run time (`List[int]` is `list`), a special form is an entity of its
+    own, located at its declaration in typing.pyi; nothing of either's insides is linked."""
+    stubs = typeshed_stdlib()
+    if not stubs:
+        pytest.skip("needs jedi's typeshed stubs")
+    data = build_bases(tmp_path)
+    f = "gallery/forms.py"
+    assert {(s, d) for s, d in edge_set(data, "inherits") if s.startswith(f)} == {
+        (f"{f}:Shape", "ext:typing.Protocol"),
+        (f"{f}:Box", "ext:typing.Generic"),
+        (f"{f}:Holder", "ext:typing.Protocol"),
+        (f"{f}:Numbers", "ext:builtins.list"),
+        (f"{f}:Table", "ext:builtins.dict"),
+        (f"{f}:Counts", "ext:collections.defaultdict"),
+        (f"{f}:Point", "ext:typing.NamedTuple"),
+        (f"{f}:Movie", "ext:typing.TypedDict"),
+    }
+    assert not [s for s, _d in edge_set(data, "overrides") if s.startswith(f)]
+    entities = {e["id"]: e for e in data["entities"]}
+    typing_stub = os.path.join(stubs[0], "typing.pyi")
+    lines = Path(typing_stub).read_text(encoding="utf-8").splitlines()
+    for name, declared in [
+        ("Protocol", "Protocol: _SpecialForm"),
+        ("TypedDict", "TypedDict: _SpecialForm"),
+        ("Generic", "Generic: type[_Generic]"),
+    ]:
+        form = entities[f"ext:typing.{name}"]
+        assert (form["kind"], form["path"]) == ("class", typing_stub)
+        assert lines[form["line"] - 1].strip() == declared
+    assert not [e for e in data["edges"] if e["src"].startswith(EXTERNAL_PREFIX)]

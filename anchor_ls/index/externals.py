@@ -20,7 +20,7 @@ import os
 import pickle
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -54,6 +54,29 @@ _OTHER_PLATFORM = (
 )
 
 
+# typing's generic aliases of classes (typeshed: `List = _Alias()`): as a base or an
+# annotation each is the class it stands for at run time (`List[int].__mro_entries__` is
+# list), in typing and typing_extensions alike.
+_TYPING_MODULES = frozenset({"typing", "typing_extensions"})
+_TYPING_ALIASES = {
+    "List": "builtins.list",
+    "Dict": "builtins.dict",
+    "Set": "builtins.set",
+    "FrozenSet": "builtins.frozenset",
+    "Tuple": "builtins.tuple",
+    "Type": "builtins.type",
+    "DefaultDict": "collections.defaultdict",
+    "OrderedDict": "collections.OrderedDict",
+    "Counter": "collections.Counter",
+    "Deque": "collections.deque",
+    "ChainMap": "collections.ChainMap",
+}
+# Special forms a class derives from that are no class in typeshed (`Protocol:
+# _SpecialForm`, `Generic: type[_Generic]`): an entity of their own, at their declaration.
+_TYPING_FORMS = frozenset({"Protocol", "Generic", "TypedDict"})
+_IMPORTS = frozenset({"im", "ima", "if"})  # the tags of what an import binds
+
+
 def library_cache_folder() -> Path:
     """Where library summaries are kept (LIBRARY_CACHE, beside the cache key): the user
     cache, one file for all repositories."""
@@ -76,13 +99,32 @@ class Definition(NamedTuple):
     idx: int
 
 
+class Form(NamedTuple):
+    """A special form of typing that a class can derive from (_TYPING_FORMS), declared as
+    no class: a base with no bases and no members of its own. line, col: where its module
+    declares it."""
+
+    module: Module
+    name: str
+    line: int
+    col: int
+
+
+class Bases(NamedTuple):
+    """The classes from outside the repository that a class of the repository derives
+    from, in its MRO's order (the binder's group name `[a.A+b.B]`): looked in along the
+    C3 merge of their MROs, as Python's MRO has them."""
+
+    classes: tuple[Definition, ...]
+
+
 class Instance(NamedTuple):
-    """An instance of a class."""
+    """An instance of a class (of one deriving from Bases)."""
 
-    cls: Definition
+    cls: Definition | Bases
 
 
-Target = Module | Definition | Instance
+Target = Module | Definition | Instance | Bases | Form
 
 
 class OutlineBinding(NamedTuple):
@@ -112,10 +154,12 @@ class OutlineScope(NamedTuple):
 
 
 class Outline(NamedTuple):
-    """A library file's scopes, as summary.scopes indexes them (Definition.idx)."""
+    """A library file's scopes, as summary.scopes indexes them (Definition.idx), and
+    where it declares a name of _TYPING_FORMS other than by a class: (name, line, col)."""
 
     path: str
     scopes: tuple[OutlineScope, ...]
+    forms: tuple[tuple[str, int, int], ...] = ()
 
 
 class Learned(NamedTuple):
@@ -126,7 +170,7 @@ class Learned(NamedTuple):
     modules: dict[str, Module | None]
     summaries: dict[str, Outline | None]
     targets: dict[str, str | None]
-    defs: dict[str, Definition]
+    defs: dict[str, Definition | Form]
     files: dict[str, tuple[int, int]]
     unreadable: dict[str, str]
 
@@ -147,7 +191,7 @@ class Externals:
         self._summaries: dict[str, Outline | None] = {}
         self._targets: dict[str, str | None] = {}  # binder name -> ext id
         self._bases: dict[str, tuple[str, ...]] = {}
-        self._defs: dict[str, Definition] = {}  # ext id -> where it is defined
+        self._defs: dict[str, Definition | Form] = {}  # ext id -> where it is defined
         self._known_mros: dict = {}
         self.files: dict[str, tuple[int, int]] = {}  # files read -> (size, mtime_ns)
         # outlines read since the last save(), as library cache rows (path, stamp, pickle)
@@ -174,6 +218,9 @@ class Externals:
     def installed(self, dotted: str) -> bool:
         """Whether the top module of a binder name is in the environment (else a call of
         it is unresolved: the code needs a package that is not installed)."""
+        group = _group(dotted)
+        if group is not None:
+            return any(self.installed(member) for member in group[0])
         top = dotted.partition(".")[0].partition("(")[0]
         return top in _ALWAYS_THERE or self.module(top) is not None
 
@@ -185,7 +232,7 @@ class Externals:
             pass
         try:
             found = self._evaluate_name(dotted)
-            ident = self._remember(found) if isinstance(found, Definition) else None
+            ident = self._remember(found) if isinstance(found, Definition | Form) else None
         except RecursionError:  # a library whose names chase each other: left unlinked
             ident = None
         self._targets[dotted] = ident
@@ -199,7 +246,7 @@ class Externals:
 
     def is_class(self, ident: str) -> bool:
         found = self._defs.get(ident)
-        return found is not None and self._scope(found).kind == "class"
+        return isinstance(found, Form) or (found is not None and self._scope(found).kind == "class")
 
     def entity(self, ident: str) -> Entity | None:
         """The entity of an ext id this index gave out (its file absolute)."""
@@ -209,6 +256,9 @@ class Externals:
         summary = self.summary(found.module)
         if summary is None or found.module.path is None:
             return None
+        if isinstance(found, Form):
+            at = (found.line - 1, found.col, found.line - 1, found.col + len(found.name))
+            return Entity(ident, "class", found.module.path, found.name, *(found.line,) * 3, at)
         scope = summary.scopes[found.idx]
         kind = scope.kind if scope.kind == "class" else "function"
         if kind == "function" and summary.scopes[scope.parent].kind == "class":
@@ -232,7 +282,7 @@ class Externals:
         found = self._defs.get(ident)
         out: list[str] = []
         self._bases[ident] = ()  # a class among its own bases' names stands alone
-        if found is not None:
+        if isinstance(found, Definition):
             try:
                 out = [self._remember(base) for base in self._class_bases(found)]
             except RecursionError:
@@ -243,7 +293,7 @@ class Externals:
     def member(self, ident: str, name: str) -> str | None:
         """The ext id of the function an external class's own body binds to name."""
         found = self._defs.get(ident)
-        if found is None:
+        if not isinstance(found, Definition):
             return None
         try:
             value = self._own_attr(found, name, 0)
@@ -362,7 +412,7 @@ class Externals:
             self.unreadable[path] = f"library file unreadable ({err.strerror or err})"
             return None
         try:
-            summary = _outline(summarize(path, data, outline=True))
+            summary = _outline(summarize(path, data, outline=True), data)
         except Exception as err:  # bytes the syntax layer refuses: no definitions from it
             self.unreadable[path] = f"library file not read ({err})"
             return None
@@ -428,9 +478,9 @@ class Externals:
             self._cache = None
 
     # ----- names to definitions --------------------------------------------------
-    def _remember(self, found: Definition) -> str:
-        scope = self._scope(found)
-        ident = f"{EXTERNAL_PREFIX}{found.module.name}.{scope.qualname}"
+    def _remember(self, found: Definition | Form) -> str:
+        qualname = found.name if isinstance(found, Form) else self._scope(found).qualname
+        ident = f"{EXTERNAL_PREFIX}{found.module.name}.{qualname}"
         self._defs.setdefault(ident, found)
         return ident
 
@@ -442,11 +492,43 @@ class Externals:
     def _evaluate_name(self, dotted: str) -> Target | None:
         """A binder name (`a.b.C().m`) step by step: the longest module prefix, then
         attributes and calls."""
+        group = _group(dotted)
+        if group is not None:
+            return self._evaluate_group(*group)
         steps = _steps(dotted)
         if not steps or steps[0][1]:
             return None
-        current: Target | None = self.module(steps[0][0])
-        for name, calls in steps[1:] if current is not None else ():
+        current = self.module(steps[0][0])
+        return self._follow(current, steps[1:]) if current is not None else None
+
+    def _evaluate_group(self, members: list[str], rest: str) -> Target | None:
+        """`[a.A+b.B]().name`: the bases from outside of a class of the repository (Bases),
+        then what rest does to it."""
+        classes: list[Definition] = []
+        for member in members:
+            found = self._evaluate_name(member)
+            if (
+                isinstance(found, Definition)
+                and self._scope(found).kind == "class"
+                and found not in classes
+            ):
+                classes.append(found)
+        if not classes:
+            return None
+        current: Target | None = classes[0] if len(classes) == 1 else Bases(tuple(classes))
+        calls = 0
+        while rest.startswith("()"):
+            rest, calls = rest[2:], calls + 1
+        for _ in range(calls):
+            current = self._call(current, 0) if current is not None else None
+        if current is None or not rest:
+            return current
+        steps = _steps(rest[1:]) if rest.startswith(".") else []
+        return self._follow(current, steps) if steps else None
+
+    def _follow(self, current: Target, steps: list[tuple[str, int]]) -> Target | None:
+        """current's attributes and calls, step by step."""
+        for name, calls in steps:
             receiver = current.cls if isinstance(current, Instance) else None
             current = self._attribute(current, name, 0)
             for _ in range(calls):
@@ -467,21 +549,25 @@ class Externals:
             return found
         if isinstance(target, Instance):
             return self._class_attr(target.cls, name, depth + 1)
-        if self._scope(target).kind == "class":
+        if isinstance(target, Form):
+            return None
+        if isinstance(target, Bases) or self._scope(target).kind == "class":
             return self._class_attr(target, name, depth + 1)
         return None
 
     def _call(
-        self, target: Target, depth: int, receiver: Definition | None = None
+        self, target: Target, depth: int, receiver: Definition | Bases | None = None
     ) -> Target | None:
         """What calling target gives; receiver: the class of the instance a method was
         read from, which a `-> Self` names (`open(p).__enter__()` is a TextIOWrapper,
         though _IOBase defines `__enter__`)."""
-        if depth > _MAX_DEPTH or isinstance(target, Module):
+        if depth > _MAX_DEPTH or isinstance(target, Module | Form):
             return None
         if isinstance(target, Instance):
             call = self._class_attr(target.cls, "__call__", depth + 1)
             return self._call(call, depth + 1) if isinstance(call, Definition) else None
+        if isinstance(target, Bases):
+            return Instance(target)
         scope = self._scope(target)
         if scope.kind == "class":
             return Instance(target)
@@ -499,6 +585,10 @@ class Externals:
         if summary is None:
             return None
         top = summary.scopes[0]
+        if module.name in _TYPING_MODULES and (name in _TYPING_ALIASES or name in _TYPING_FORMS):
+            special = self._typing_special(module, summary, name)
+            if special is not None:
+                return special
         for binding in top.bindings:
             if binding.name == name:
                 found = self._evaluate(module, 0, binding.value, depth + 1)
@@ -510,6 +600,24 @@ class Externals:
                 found = self._module_attr(source, name, depth + 1)
                 if found is not None:
                     return found
+        return None
+
+    def _typing_special(self, module: Module, summary: Outline, name: str) -> Target | None:
+        """A generic alias or special form typing declares as no class (`List = _Alias()`,
+        `Protocol: _SpecialForm`): the class an alias stands for, the form itself."""
+        own = next((b.value for b in summary.scopes[0].bindings if b.name == name), None)
+        if (
+            own is None
+            or own[0] in _IMPORTS
+            or (own[0] == "f" and summary.scopes[own[1]].kind == "class")
+        ):
+            return None  # another module's (re-exported), or a class (typing.py's Protocol)
+        if name in _TYPING_ALIASES:
+            found = self._evaluate_name(_TYPING_ALIASES[name])
+            return found if isinstance(found, Definition) else None
+        for form, line, col in summary.forms:
+            if form == name:
+                return Form(module, name, line, col)
         return None
 
     def star_sources(self, module: Module) -> list[Module]:
@@ -534,12 +642,26 @@ class Externals:
                     return found
         return None
 
-    def _class_attr(self, cls: Definition, name: str, depth: int) -> Target | None:
-        for ident in self.mro(self._remember(cls)):
-            found = self._own_attr(self._defs[ident], name, depth + 1)
+    def _class_attr(self, cls: Definition | Bases, name: str, depth: int) -> Target | None:
+        for ident in self._lookup_order(cls):
+            found = self._own_attr(self._defs[ident], name, depth + 1)  # type: ignore[arg-type]
             if found is not None:
                 return found
         return None
+
+    def _lookup_order(self, cls: Definition | Bases) -> list[str]:
+        """The ext ids of the classes a name is looked up in: cls's MRO, or for Bases the C3
+        merge of their MROs and their order (the MRO of a class deriving from them, without
+        that class)."""
+        if isinstance(cls, Definition):
+            return self.mro(self._remember(cls))
+        members = [self._remember(c) for c in cls.classes]
+        group = f"[{'+'.join(members)}]"
+
+        def bases(ident: str) -> Sequence[str]:
+            return members if ident == group else self.bases(ident)
+
+        return list(mro_of(group, bases, self._known_mros, set()))[1:]
 
     def _class_bases(self, cls: Definition) -> list[Definition]:
         scope = self._scope(cls)
@@ -669,6 +791,27 @@ def _names_type(expr: Expr) -> bool:
     return name in ("type", "Type")
 
 
+def _group(dotted: str) -> tuple[list[str], str] | None:
+    """`[a.A+b.B]().name` (classes.outside_name of the binder) -> (["a.A", "b.B"],
+    "().name"); None for a name that is no group."""
+    if not dotted.startswith("["):
+        return None
+    members: list[str] = []
+    depth, start = 0, 1
+    for at, char in enumerate(dotted):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if not depth:
+                members.append(dotted[start:at])
+                return members, dotted[at + 1 :]
+        elif char == "+" and depth == 1:
+            members.append(dotted[start:at])
+            start = at + 1
+    return None
+
+
 def _steps(dotted: str) -> list[tuple[str, int]]:
     """`a.b().c` -> [(a, 0), (b, 1), (c, 0)]: each name and the calls made of it."""
     out: list[tuple[str, int]] = []
@@ -681,10 +824,11 @@ def _steps(dotted: str) -> list[tuple[str, int]]:
     return out
 
 
-def _outline(summary: FileSummary) -> Outline:
-    """What following a name needs of a library file: its scopes' definitions, bindings of
-    modules and classes, bases and return annotations, with each repeated expression and
-    name one object; no bodies (a library's call sites are never resolved)."""
+def _outline(summary: FileSummary, data: bytes) -> Outline:
+    """What following a name needs of a library file (data): its scopes' definitions,
+    bindings of modules and classes, bases and return annotations, with each repeated
+    expression and name one object, and where a typing special form is declared; no bodies
+    (a library's call sites are never resolved)."""
     seen: dict[tuple, tuple] = {}
     names: dict[str, str] = {}
 
@@ -718,4 +862,11 @@ def _outline(summary: FileSummary) -> Outline:
                 tuple(scope.star_imports),
             )
         )
-    return Outline(summary.path, tuple(scopes))
+    forms: dict[str, tuple[str, int, int]] = {}
+    for binding in summary.scopes[0].bindings if summary.scopes else ():
+        value = binding.value
+        if binding.name in _TYPING_FORMS and binding.name not in forms and value[0] == "an":
+            line_start = data.rfind(b"\n", 0, binding.pos) + 1
+            line = data.count(b"\n", 0, binding.pos) + 1
+            forms[binding.name] = (binding.name, line, binding.pos - line_start)
+    return Outline(summary.path, tuple(scopes), tuple(forms.values()))

@@ -209,11 +209,12 @@ def edges(
 
 def missing_packages(facts: FileFacts, outside: Outside) -> dict[int, list[int]]:
     """scope idx -> the places in its calls of the sites counted outside that call only
-    packages the environment does not have: unresolved, not outside."""
+    packages the environment does not have: unresolved, not outside (a site resolved in
+    the repository stays resolved)."""
     out: dict[int, list[int]] = {}
     for idx, noted in facts.outside_sites.items():
         for site in noted:
-            if not any(outside.installed(name) for name in site.names):
+            if not site.resolved and not any(outside.installed(name) for name in site.names):
                 out.setdefault(idx, []).append(site.at)
     return out
 

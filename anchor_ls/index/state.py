@@ -195,12 +195,14 @@ EMPTY: Values = frozenset()
 
 
 class OutsideSite(NamedTuple):
-    """A call site the binder counted outside the repository (see FileFacts.outside_sites)."""
+    """A call site the binder counted outside the repository, or resolved in it and
+    calling names outside too (see FileFacts.outside_sites)."""
 
     at: int  # its place in its scope's calls
     names: tuple[str, ...]  # the outside names it calls (`requests.Session().get`)
     via: int  # how the binder followed its callee (anchor_ls.index.via)
     span: Span
+    resolved: bool = False  # it has a target in the repository: never unresolved
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 from anchor_ls.index.bind import lookup
@@ -339,39 +339,84 @@ def _container_kind(values: Values) -> str | None:
 
 
 def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Values:
-    """`super().name` in cls: what the MRO after cls binds to name; where no class of the
-    repository does, the name on the first base from outside (`super().dispatch()` under
-    `class ArticleView(View)` is `View.dispatch`, for the library-aware index to find)."""
+    """`super().name` in cls: what the MRO after cls binds to name, and the name on the
+    bases from outside that come before the class of the repository binding it, in MRO
+    order (`super().dispatch()` under `class ArticleView(View)` is `View.dispatch`, for
+    the library-aware index to find; see outside_attr)."""
     out: set[Value] = set()
     for v in in_order(class_attr(db, cls, name, bound=True, start=1)):
         if isinstance(v, Function) and _is_property(db, v):
             out |= _read_property(db, v, ctx)
         else:
             out.add(v)
-    if not out:
-        outside = first_outside_base(db, cls)
-        if outside is not None:
-            out.add(External(f"{outside.dotted}.{name}"))
+    outside = outside_bases(db, cls, name, start=1)
+    if outside:
+        out.add(outside_name(outside, f".{name}"))
     return frozenset(out)
 
 
 def outside_attr(db: BinderState, cls: tuple[str, int], name: str) -> Values:
-    """`instance.name` where no class of cls's MRO in the repository binds or stores name:
-    the name on an instance of the first base from outside, as super_attr (`self.setup()`
-    under `class ArticleView(View)` is `View.setup`, for the library-aware index to
-    find); nothing where every base is the repository's."""
-    outside = first_outside_base(db, cls)
-    return frozenset({External(f"{outside.dotted}().{name}")}) if outside is not None else EMPTY
+    """`instance.name` as the bases from outside may define it: the name on an instance of
+    those that cls's MRO puts before every class of the repository whose body binds name,
+    as super_attr (`self.setup()` under `class ArticleView(View)` is `View.setup`, for
+    the library-aware index to find; under `class Mixed(Base, Local)` `self.save()` is
+    `Base().save` as well as Local.save, which runs only where Base has none); nothing
+    where every base is the repository's, or a class of the repository comes first."""
+    outside = outside_bases(db, cls, name)
+    return frozenset({outside_name(outside, f"().{name}")}) if outside else EMPTY
 
 
-def first_outside_base(db: BinderState, cls: tuple[str, int]) -> External | None:
-    """The first base from outside the repository in cls's MRO, C3 over the repository's
-    classes with each base from outside taken as a class without bases: in `class
-    C(Mixin, Base)`, `class Mixin(LibMixin)`, LibMixin before Base."""
+def outside_name(bases: Sequence[External], suffix: str) -> External:
+    """The outside name of suffix (`().name`, `.name`) read from the bases from outside of
+    a class, in MRO order: `django.views.View().setup` for one; for several, the group
+    `[kit.First+kit.Second]().second`, whose MRO anchor_ls.index.externals merges (C3 of
+    the bases' own) and looks the name up along, the first definition winning."""
+    if len(bases) == 1:
+        return External(f"{bases[0].dotted}{suffix}")
+    return External(f"[{'+'.join(b.dotted for b in bases)}]{suffix}")
+
+
+def outside_bases(
+    db: BinderState, cls: tuple[str, int], name: str, start: int = 0
+) -> list[External]:
+    """The bases from outside the repository in cls's MRO (from its start-th class: 1 for
+    `super()`; outside_line) that come before the first class of the repository whose
+    body binds name, in order: those Python may find name in first."""
+    line = outside_line(db, cls)
+    if not line:
+        return []
+    definers = name_definers(db).get(name, ())
+    out: list[External] = []
+    for node in line[start:]:
+        if isinstance(node, External):
+            out.append(node)
+        elif node in definers and lookup.names(db, *node).get(name):
+            break
+    return out
+
+
+def stores(db: BinderState, cls: tuple[str, int], name: str) -> bool:
+    """Whether a method of a class of cls's MRO stores `self.name`: the instance holds it,
+    before any class's attribute."""
+    return bool(_storers_in_mro(db, cls, name))
+
+
+def outside_line(db: BinderState, cls: tuple[str, int]) -> tuple[tuple[str, int] | External, ...]:
+    """cls's MRO with its bases from outside: C3 over the repository's classes with each
+    base from outside taken as a class without bases (in `class C(Mixin, Base)`, `class
+    Mixin(LibMixin)`: C, Mixin, LibMixin, Base); () where no class of the MRO has a base
+    from outside (the common case). Their own bases are the environment's to know: the
+    library-aware index merges their MROs in this order."""
+    return db.caches.outside_lines.ask(cls, (), _outside_line_of, db, cls)
+
+
+def _outside_line_of(
+    db: BinderState, cls: tuple[str, int]
+) -> tuple[tuple[str, int] | External, ...]:
     if not any(
         isinstance(v, External) for c in mro(db, cls) for v in class_bases(db, c)
-    ):  # the common case, answered from the MRO the binder keeps
-        return None
+    ):  # answered from the MRO the binder keeps
+        return ()
 
     def bases(node: tuple[str, int] | External) -> list[tuple[str, int] | External]:
         if isinstance(node, External):
@@ -381,8 +426,7 @@ def first_outside_base(db: BinderState, cls: tuple[str, int]) -> External | None
             v.scope if isinstance(v, Class) else v for v in found if isinstance(v, Class | External)
         ]
 
-    order = mro_of(cls, bases, {}, set())
-    return next((n for n in order if isinstance(n, External)), None)
+    return tuple(mro_of(cls, bases, {}, set()))  # type: ignore[arg-type]
 
 
 def tables(db: BinderState) -> ClassTables:

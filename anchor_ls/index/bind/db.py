@@ -165,6 +165,7 @@ class Caches:
         "mutations",
         "name_tables",
         "outer",
+        "outside_lines",
         "overrides",
         "read_attrs",
         "read_elsewhere",
@@ -200,6 +201,8 @@ class Caches:
         self.returns: Memo[ScopeRef, Values] = Memo(first_item)
         self.yields: Memo[ScopeRef, Values] = Memo(first_item)
         self.mro: Memo[ScopeRef, Linearization[ScopeRef]] = Memo(first_item)
+        # an MRO with the bases from outside the repository in it (classes.outside_line)
+        self.outside_lines: Memo[ScopeRef, tuple] = Memo(first_item)
         self.mro_found: Memo[tuple[Linearization, tuple], object] = Memo(guard=False)
         self.body_bound: Memo[str, bool] = Memo(guard=False)
         self.module_attrs: Memo[tuple[str, str], Values] = Memo(first_item)
@@ -248,6 +251,7 @@ class Caches:
             self.returns,
             self.yields,
             self.mro,
+            self.outside_lines,
             self.instance_attrs,
             self.class_attrs,
             self.container_items,

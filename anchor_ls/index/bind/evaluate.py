@@ -122,7 +122,9 @@ def attribute(db: BinderState, bases: Values, name: str, ctx: Ctx) -> Values:
             out.add(Class(base.path, base.idx))
         elif isinstance(base, INSTANCES):
             cls = base.scope
-            found = classes.instance_attr(db, cls, name, ctx) or classes.outside_attr(db, cls, name)
+            found = classes.instance_attr(db, cls, name, ctx)
+            if classes.outside_line(db, cls) and not (found and classes.stores(db, cls, name)):
+                found |= classes.outside_attr(db, cls, name)
             if isinstance(base, SelfInstance):
                 found |= classes.overrides(db, cls, name)
             out |= found

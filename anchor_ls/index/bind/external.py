@@ -29,11 +29,17 @@ def outside_names(callees: Values) -> tuple[str, ...]:
 
 
 def note_call(
-    facts: FileFacts, idx: int, at: int, names: tuple[str, ...], via: int, span: Span
+    facts: FileFacts,
+    idx: int,
+    at: int,
+    names: tuple[str, ...],
+    via: int,
+    span: Span,
+    resolved: bool = False,
 ) -> None:
-    """A site at this place of scope idx's calls, counted outside, calling names (found as
-    via says)."""
-    facts.outside_sites.setdefault(idx, []).append(OutsideSite(at, names, via, span))
+    """A site at this place of scope idx's calls, counted outside (or resolved in the
+    repository: resolved), calling names (found as via says)."""
+    facts.outside_sites.setdefault(idx, []).append(OutsideSite(at, names, via, span, resolved))
 
 
 def note_bases(facts: FileFacts, idx: int, bases: Sequence[Value]) -> None:

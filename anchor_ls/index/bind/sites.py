@@ -306,6 +306,10 @@ def _resolve_site(
             _miss(at, counts)
         return
     counts[0] += 1
+    names = external.outside_names(callees)
+    if names:  # `self.save()` of a class below Base whose subclass overrides save: Base's too
+        how = via or _via(db, path, idx, site.func, ctx)
+        external.note_call(facts, idx, at, names, how, site.span, resolved=True)
     arg_ctx = Ctx(path, idx, site.pos, site.blocks)
     arg_values: list[Values] | None = None
     for target, receiver, bound, how in targets:
