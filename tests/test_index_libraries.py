@@ -480,19 +480,23 @@ def test_the_prefetch_reads_the_modules_an_imported_package_star_imports(
 ) -> None:
     """`from django.contrib.postgres import fields` re-exported by a compat module and read
     as `compat.fields.ArrayField` elsewhere: the prefetch cannot see the name, but the
-    package's `from .array import *` says where any name of it is looked up."""
+    package's `from .array import *` says where any name of it is looked up (but for the
+    other platform's module of a pair, as typeshed's os/path.pyi has them)."""
     from anchor_ls.index.externals import Externals
     from anchor_ls.index.prefetch import prefetch_outlines
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    other = "unix_events" if sys.platform == "win32" else "windows_events"
     package = tmp_path / "site" / "pg" / "fields"
     package.mkdir(parents=True)
     (tmp_path / "site" / "pg" / "__init__.py").write_text("", encoding="utf-8")
     (package / "__init__.py").write_text(
-        "from .array import *\nfrom .ranges import *\nfrom .jsonb import JSONField\n",
+        "from .array import *\nfrom .ranges import *\nfrom .jsonb import JSONField\n"
+        f"from .{other} import *\n",
         encoding="utf-8",
     )
-    for name, cls in (("array", "ArrayField"), ("ranges", "RangeField"), ("jsonb", "JSONField")):
+    made = (("array", "ArrayField"), ("ranges", "RangeField"), ("jsonb", "JSONField"))
+    for name, cls in (*made, (other, "Loop")):
         (package / f"{name}.py").write_text(f"class {cls}:\n    pass\n", encoding="utf-8")
     (package / "unused.py").write_text("class Unused:\n    pass\n", encoding="utf-8")
     ahead = Externals(Environment(paths=(str(tmp_path / "site"),), stubs=()))

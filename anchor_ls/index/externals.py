@@ -621,13 +621,15 @@ class Externals:
         return None
 
     def star_sources(self, module: Module) -> list[Module]:
-        """module and the modules its top level star-imports (once read, any name asked of
-        it later is looked up in these)."""
+        """module and the modules its top level star-imports for this platform (once read,
+        any name asked of it later is looked up in these)."""
         summary = self.summary(module)
         if summary is None:
             return []
         found = [module]
-        for star in _this_platform_first(summary.scopes[0].star_imports):
+        for star in summary.scopes[0].star_imports:
+            if star.module.rpartition(".")[2] in _OTHER_PLATFORM:
+                continue  # looked in last, and only for a name this platform's lacks
             source = self._imported_module(module, star.module, star.level)
             if source is not None and source not in found:
                 found.append(source)
