@@ -666,8 +666,7 @@ def test_a_stub_that_star_imports_one_module_per_platform_leads_to_this_ones(
     """typeshed's os/path.pyi is `if sys.platform == "win32": from ntpath import *` else
     `from posixpath import *`, asyncio's the same with windows_events and unix_events:
     the first star import held the name, so every `os.path.join()` led to ntpath.pyi."""
-    if not typeshed_stdlib():
-        pytest.skip("needs jedi's typeshed stubs")
+    assert typeshed_stdlib(), "the test extras install jedi, whose typeshed this reads"
     app = tmp_path / "app"
     (app / "p").mkdir(parents=True)
     (app / "p" / "__init__.py").write_text("", encoding="utf-8")
@@ -736,8 +735,7 @@ def test_what_with_binds_from_a_library_is_what_its_enter_returns(tmp_path: Path
     nothing for a value from outside, so `fh.read()` was unresolved. It binds what
     `__enter__` returns; typeshed's `_IOBase.__enter__(self) -> Self` is the instance it
     is called on (a TextIOWrapper), not _IOBase."""
-    if not typeshed_stdlib():
-        pytest.skip("needs jedi's typeshed stubs")
+    assert typeshed_stdlib(), "the test extras install jedi, whose typeshed this reads"
     app = tmp_path / "app"
     (app / "p").mkdir(parents=True)
     (app / "p" / "__init__.py").write_text("", encoding="utf-8")
@@ -847,8 +845,7 @@ def test_typing_special_forms_and_aliases_as_bases_are_linked(tmp_path: Path) ->
     it stands for at run time (`List[int]` is `list`), a special form is an entity of its
     own, located at its declaration in typing.pyi; nothing of either's insides is linked."""
     stubs = typeshed_stdlib()
-    if not stubs:
-        pytest.skip("needs jedi's typeshed stubs")
+    assert stubs, "the test extras install jedi, whose typeshed this reads"
     data = build_bases(tmp_path)
     f = "gallery/forms.py"
     assert {(s, d) for s, d in edge_set(data, "inherits") if s.startswith(f)} == {
