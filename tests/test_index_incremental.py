@@ -1316,3 +1316,35 @@ def test_a_value_stored_on_self_later_reaches_its_readers_outside_the_class(
     assert index.stats().resolved_afresh == 0
     assert index.graph.to_json() == fresh_json(index.root)
     assert all_sites(index) == all_sites(built(tmp_path / "fresh", _texts(index.root)))
+
+
+def test_a_subclass_that_puts_a_mixin_before_a_base_reaches_the_mixins_super_calls(
+    tmp_path: Path,
+) -> None:
+    """`super().dispatch()` in `class LoginMixin:` runs what the instance's MRO puts after
+    the mixin: a class `Page(LoginMixin, View)` in another file, added, changed to
+    another base and removed by edits, makes it View.dispatch, then Other.dispatch, then
+    nothing, as a fresh build has it each time."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "views.py").write_text(
+        "class View:\n    def dispatch(self):\n        return 1\n\n\n"
+        "class Other:\n    def dispatch(self):\n        return 2\n\n\n"
+        "class LoginMixin:\n    def dispatch(self):\n        return super().dispatch()\n",
+        encoding="utf-8",
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    mixin = "views.py:LoginMixin.dispatch"
+    assert index.graph.out(CALLS, mixin) == []
+    page = "from views import LoginMixin, View, Other\n\n\nclass Page(LoginMixin, {}):\n    pass\n"
+    edit(index, "pages.py", lambda _: page.format("View"))
+    assert index.graph.out(CALLS, mixin) == ["views.py:View.dispatch"]
+    assert index.graph.to_json() == fresh_json(root)
+    edit(index, "pages.py", lambda _: page.format("Other"))
+    assert index.graph.out(CALLS, mixin) == ["views.py:Other.dispatch"]
+    assert index.graph.to_json() == fresh_json(root)
+    (root / "pages.py").unlink()
+    index.remove_file("pages.py")
+    assert index.graph.out(CALLS, mixin) == []
+    assert index.graph.to_json() == fresh_json(root)

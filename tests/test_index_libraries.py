@@ -871,3 +871,33 @@ def test_typing_special_forms_and_aliases_as_bases_are_linked(tmp_path: Path) ->
         assert (form["kind"], form["path"]) == ("class", typing_stub)
         assert lines[form["line"] - 1].strip() == declared
     assert not [e for e in data["edges"] if e["src"].startswith(EXTERNAL_PREFIX)]
+
+
+def test_a_mixins_super_call_reaches_the_library_base_its_subclasses_put_after_it(
+    tmp_path: Path,
+) -> None:
+    """`class LoginMixin:` calling `super().dispatch(request)`, mixed into `class
+    Page(LoginMixin, View)` with Django's View: Python runs View.dispatch there, the
+    commonest shape of Django's own mixins (AccessMixin, ContextMixin); the mixin's own
+    MRO has nothing after it, so the call was counted unresolved."""
+    app = tmp_path / "app"
+    (app / "site").mkdir(parents=True)
+    (app / "site" / "__init__.py").write_text("", encoding="utf-8")
+    (app / "site" / "mixins.py").write_text(
+        "class LoginMixin:\n    def dispatch(self, request):\n"
+        "        return super().dispatch(request)\n",
+        encoding="utf-8",
+    )
+    (app / "site" / "pages.py").write_text(
+        "from django.views.generic.base import View\n\nfrom site.mixins import LoginMixin\n\n\n"
+        "class Page(LoginMixin, View):\n    pass\n",
+        encoding="utf-8",
+    )
+    data = build(app, fake_environment(), use_cache=False).graph.to_json()
+    assert calls_from(data, "site/mixins.py") == {
+        ("site/mixins.py:LoginMixin.dispatch", "ext:django.views.generic.base.View.dispatch"): (
+            "super"
+        )
+    }
+    bare = build(app, Environment(), use_cache=False).graph.to_json()
+    assert calls_from(bare, "site/mixins.py") == {}

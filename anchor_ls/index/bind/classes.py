@@ -352,7 +352,46 @@ def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Va
     outside = outside_bases(db, cls, name, start=1)
     if outside:
         out.add(outside_name(outside, f".{name}"))
+    if not out:  # a mixin's `super().name()`: what its subclasses' MROs put after it
+        for v in in_order(db.caches.super_below.ask((cls, name), EMPTY, _below, db, cls, name)):
+            if isinstance(v, Function) and _is_property(db, v):
+                out |= _read_property(db, v, ctx)
+            else:
+                out.add(v)
     return frozenset(out)
+
+
+MIXIN_SUBCLASSES = 64  # a class with more subclasses than this is no mixin: not followed
+
+
+def _below(db: BinderState, cls: tuple[str, int], name: str) -> Values:
+    """`super().name` in a class whose own MRO has nothing named name after it, as in
+    `class LoginMixin:` calling `super().dispatch()`, used as `class Page(LoginMixin,
+    View)`: Python follows the MRO of the instance's class, so it runs what each subclass's
+    MRO binds to name after cls (View.dispatch), or the name on the bases from outside
+    that come first there."""
+    subs = _subclasses_up_to(db, cls, MIXIN_SUBCLASSES)
+    if not subs:
+        return EMPTY
+    if not name_definers(db).get(name) and not any(outside_line(db, sub) for sub in subs):
+        return EMPTY  # neither a class of the repository nor one from outside can have it
+    out: set[Value] = set()
+    for sub in sorted(subs):
+        line = outside_line(db, sub) or tuple(mro(db, sub))
+        try:
+            after = line.index(cls) + 1
+        except ValueError:  # a cycle the MRO cut
+            continue
+        outside: list[External] = []
+        for node in line[after:]:
+            if isinstance(node, External):
+                outside.append(node)
+            elif lookup.names(db, *node).get(name):
+                out |= class_attr(db, node, name, bound=True)
+                break
+        if outside:
+            out.add(outside_name(outside, f".{name}"))
+    return cap(out)
 
 
 def outside_attr(db: BinderState, cls: tuple[str, int], name: str) -> Values:
@@ -453,9 +492,12 @@ def refresh_classes(db: BinderState, paths: Iterable[str]) -> dict[str, set[str]
     db.forget_values()
     out: dict[str, set[str]] = defaultdict(set)
     for path in paths:
-        for names, bases in _class_changes(before[path], db._tables.shares.get(path)):
-            for base in sorted(bases):
-                for ancestor in mro(db, base) if _still_a_class(db, base) else ():
+        for names, bases, rebased in _class_changes(before[path], db._tables.shares.get(path)):
+            lines = [mro(db, base) for base in sorted(bases) if _still_a_class(db, base)]
+            if rebased:  # a mixin's `super().name` there may follow another MRO now
+                names = names.union(*(lookup.names(db, *c) for line in lines for c in line))
+            for line in lines:
+                for ancestor in line:
                     out[ancestor[0]] |= names
     return out
 
@@ -765,9 +807,10 @@ def _may_be_callable(value: Expr) -> bool:
 
 def _class_changes(
     before: Share | None, after: Share | None
-) -> Iterable[tuple[set[str], set[tuple[str, int]]]]:
-    """(names, bases) of each class whose body bindings or bases differ: the names
-    added or removed (all of them when the bases changed) and its bases, old and new."""
+) -> Iterable[tuple[set[str], set[tuple[str, int]], bool]]:
+    """(names, bases, rebased) of each class whose body bindings or bases differ: the
+    names added or removed (all of them when the bases changed), its bases, old and new,
+    and whether they changed."""
     classes: dict[tuple[str, int], tuple[list[set], list[set]]] = defaultdict(
         lambda: ([set(), set()], [set(), set()])
     )
@@ -778,6 +821,6 @@ def _class_changes(
             classes[sub][1][side].add(base)
     for (old_names, new_names), (old_bases, new_bases) in classes.values():
         if old_bases != new_bases:
-            yield old_names | new_names, old_bases | new_bases
+            yield old_names | new_names, old_bases | new_bases, True
         elif old_names != new_names:
-            yield old_names ^ new_names, new_bases
+            yield old_names ^ new_names, new_bases, False

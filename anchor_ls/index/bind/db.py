@@ -173,6 +173,7 @@ class Caches:
         "returns",
         "subclass_tree_sizes",
         "subclasses",
+        "super_below",
         "tree_reads",
         "yields",
     )
@@ -215,6 +216,8 @@ class Caches:
         )
         self.overrides: Memo[tuple[ScopeRef, str], Values] = Memo(None, attributes)
         self.class_attrs: Memo[tuple, Values] = Memo(first_of_first, guard=False)
+        # `super().name` in a mixin: what its subclasses' MROs put after it (classes._below)
+        self.super_below: Memo[tuple[ScopeRef, str], Values] = Memo(first_of_first, guard=False)
         self.subclass_tree_sizes: Memo[ScopeRef, int | None] = Memo(guard=False)
         self.decorated: Memo[tuple[str, int, int], tuple[Values, Values | None]] = Memo(guard=False)
         # what iterating and indexing an instance gives when its class derives `list[T]`
@@ -254,6 +257,7 @@ class Caches:
             self.outside_lines,
             self.instance_attrs,
             self.class_attrs,
+            self.super_below,
             self.container_items,
             self.aliases,
         ):
@@ -346,8 +350,8 @@ class BinderState:
         self.clear_caches()
         self.constants.pop(relpath)
         self._setting_defs = None
-        if self._tables is not None:
-            self._tables.put(relpath, None)
+        # its share of the class tables stays until refresh_classes() takes it out: what
+        # the file's classes were is what tells which ancestors dispatch differently now
 
     def clear_caches(self) -> None:
         self.caches = Caches()
