@@ -452,10 +452,8 @@ def outside_line(db: BinderState, cls: tuple[str, int]) -> tuple[tuple[str, int]
 def _outside_line_of(
     db: BinderState, cls: tuple[str, int]
 ) -> tuple[tuple[str, int] | External, ...]:
-    if not any(
-        isinstance(v, External) for c in mro(db, cls) for v in class_bases(db, c)
-    ):  # answered from the MRO the binder keeps
-        return ()
+    if _first_in_mro(db, cls, ("a base outside",), partial(_has_outside_base, db)) is None:
+        return ()  # the common case, answered along the MROs the binder keeps (a step a class)
 
     def bases(node: tuple[str, int] | External) -> list[tuple[str, int] | External]:
         if isinstance(node, External):
@@ -466,6 +464,10 @@ def _outside_line_of(
         ]
 
     return tuple(mro_of(cls, bases, {}, set()))  # type: ignore[arg-type]
+
+
+def _has_outside_base(db: BinderState, cls: tuple[str, int]) -> bool:
+    return any(isinstance(v, External) for v in class_bases(db, cls))
 
 
 def tables(db: BinderState) -> ClassTables:
