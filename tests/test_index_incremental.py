@@ -1348,3 +1348,38 @@ def test_a_subclass_that_puts_a_mixin_before_a_base_reaches_the_mixins_super_cal
     index.remove_file("pages.py")
     assert index.graph.out(CALLS, mixin) == []
     assert index.graph.to_json() == fresh_json(root)
+
+
+def test_a_subclass_in_another_file_decides_what_super_of_a_named_class_runs(
+    tmp_path: Path,
+) -> None:
+    """`super(Mixin, self).save()` in `class Child(Mixin)` runs what the MRO of self's
+    class (Child or a subclass of it) puts after Mixin, never what a class deriving Mixin
+    but not Child puts there (Mixed(Mixin, Store): Store.save). A subclass of Child in
+    another file, added, rebased and removed by edits, makes it Other.save, then
+    Store.save, then nothing, as a fresh build has it each time."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "models.py").write_text(
+        "class Mixin:\n    pass\n\n\n"
+        "class Store:\n    def save(self):\n        return 1\n\n\n"
+        "class Other:\n    def save(self):\n        return 2\n\n\n"
+        "class Mixed(Mixin, Store):\n    pass\n\n\n"
+        "class Child(Mixin):\n    def put(self):\n        return super(Mixin, self).save()\n",
+        encoding="utf-8",
+    )
+    index = Index(root, use_cache=False)
+    index.build()
+    put = "models.py:Child.put"
+    assert index.graph.out(CALLS, put) == []
+    deep = "from models import Child, Other, Store\n\n\nclass Deep(Child, {}):\n    pass\n"
+    edit(index, "deep.py", lambda _: deep.format("Other"))
+    assert index.graph.out(CALLS, put) == ["models.py:Other.save"]
+    assert index.graph.to_json() == fresh_json(root)
+    edit(index, "deep.py", lambda _: deep.format("Store"))
+    assert index.graph.out(CALLS, put) == ["models.py:Store.save"]
+    assert index.graph.to_json() == fresh_json(root)
+    (root / "deep.py").unlink()
+    index.remove_file("deep.py")
+    assert index.graph.out(CALLS, put) == []
+    assert index.graph.to_json() == fresh_json(root)

@@ -342,26 +342,64 @@ def super_attr(db: BinderState, cls: tuple[str, int], name: str, ctx: Ctx) -> Va
     """`super().name` in cls: what the MRO after cls binds to name, and the name on the
     bases from outside that come before the class of the repository binding it, in MRO
     order (`super().dispatch()` under `class ArticleView(View)` is `View.dispatch`, for
-    the library-aware index to find; see outside_attr)."""
-    out: set[Value] = set()
-    for v in in_order(class_attr(db, cls, name, bound=True, start=1)):
-        if isinstance(v, Function) and _is_property(db, v):
-            out |= _read_property(db, v, ctx)
-        else:
-            out.add(v)
+    the library-aware index to find; see outside_attr). `super(cls, self).name` in a
+    method of a subclass of cls reads the MRO of that subclass instead (_skipping)."""
+    within = _super_within(db, cls, ctx)
+    if within is not None:
+        found = db.caches.super_below.ask(
+            (within, cls, name), EMPTY, _skipping, db, within, cls, name
+        )
+        return _read_properties(db, found, ctx)
+    out = set(class_attr(db, cls, name, bound=True, start=1))
     outside = outside_bases(db, cls, name, start=1)
     if outside:
         out.add(outside_name(outside, f".{name}"))
     if not out:  # a mixin's `super().name()`: what its subclasses' MROs put after it
-        for v in in_order(db.caches.super_below.ask((cls, name), EMPTY, _below, db, cls, name)):
-            if isinstance(v, Function) and _is_property(db, v):
-                out |= _read_property(db, v, ctx)
-            else:
-                out.add(v)
+        out = set(db.caches.super_below.ask((cls, name), EMPTY, _below, db, cls, name))
+    return _read_properties(db, frozenset(out), ctx)
+
+
+def _read_properties(db: BinderState, found: Values, ctx: Ctx) -> Values:
+    """found with each property getter read: `super().prop` is the value it returns."""
+    out: set[Value] = set()
+    for v in in_order(found):
+        if isinstance(v, Function) and _is_property(db, v):
+            out |= _read_property(db, v, ctx)
+        else:
+            out.add(v)
     return frozenset(out)
 
 
+def _super_within(db: BinderState, cls: tuple[str, int], ctx: Ctx) -> tuple[str, int] | None:
+    """The class whose method reads `super(cls, self)`, where that is a subclass of cls
+    (`super(Child, self)` in GrandChild), else None (`super()`, `super(Cls, self)` in
+    Cls). The lookup starts after cls in the MRO of self's class, which derives from the
+    enclosing class, not from cls alone: cls's own MRO and its other subclasses are not
+    what runs (`class K(Cj, D)`: `super(Cj, self).f` in K is D.f, not Cj's base's)."""
+    idx = lookup.enclosing_class(db, ctx.path, ctx.scope)
+    if idx is None:
+        return None
+    within = (ctx.path, idx)
+    if within == cls or cls not in mro(db, within):
+        return None  # a TypeError at run time, or a super object made elsewhere
+    return within
+
+
 MIXIN_SUBCLASSES = 64  # a class with more subclasses than this is no mixin: not followed
+
+
+def _skipping(db: BinderState, within: tuple[str, int], cls: tuple[str, int], name: str) -> Values:
+    """`super(cls, self).name` in a method of within, a subclass of cls: what within's MRO
+    binds to name after cls, or, where it binds nothing there, what the MROs of within's
+    subclasses (at most MIXIN_SUBCLASSES, as _below) bind after cls."""
+    own = _after(db, within, cls, name)
+    if own:
+        return cap(own)
+    subs = _subclasses_up_to(db, within, MIXIN_SUBCLASSES)
+    out: set[Value] = set()
+    for sub in sorted(subs or ()):
+        out |= _after(db, sub, cls, name)
+    return cap(out)
 
 
 def _below(db: BinderState, cls: tuple[str, int], name: str) -> Values:
@@ -377,21 +415,29 @@ def _below(db: BinderState, cls: tuple[str, int], name: str) -> Values:
         return EMPTY  # neither a class of the repository nor one from outside can have it
     out: set[Value] = set()
     for sub in sorted(subs):
-        line = outside_line(db, sub) or tuple(mro(db, sub))
-        try:
-            after = line.index(cls) + 1
-        except ValueError:  # a cycle the MRO cut
-            continue
-        outside: list[External] = []
-        for node in line[after:]:
-            if isinstance(node, External):
-                outside.append(node)
-            elif lookup.names(db, *node).get(name):
-                out |= class_attr(db, node, name, bound=True)
-                break
-        if outside:
-            out.add(outside_name(outside, f".{name}"))
+        out |= _after(db, sub, cls, name)
     return cap(out)
+
+
+def _after(db: BinderState, owner: tuple[str, int], cls: tuple[str, int], name: str) -> set[Value]:
+    """What owner's MRO binds to name after cls: the first class of the repository
+    binding it there, or the name on the bases from outside that come before it."""
+    line = outside_line(db, owner) or tuple(mro(db, owner))
+    try:
+        after = line.index(cls) + 1
+    except ValueError:  # a cycle the MRO cut
+        return set()
+    out: set[Value] = set()
+    outside: list[External] = []
+    for node in line[after:]:
+        if isinstance(node, External):
+            outside.append(node)
+        elif lookup.names(db, *node).get(name):
+            out |= class_attr(db, node, name, bound=True)
+            break
+    if outside:
+        out.add(outside_name(outside, f".{name}"))
+    return out
 
 
 def outside_attr(db: BinderState, cls: tuple[str, int], name: str) -> Values:

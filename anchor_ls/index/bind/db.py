@@ -216,8 +216,10 @@ class Caches:
         )
         self.overrides: Memo[tuple[ScopeRef, str], Values] = Memo(None, attributes)
         self.class_attrs: Memo[tuple, Values] = Memo(first_of_first, guard=False)
-        # `super().name` in a mixin: what its subclasses' MROs put after it (classes._below)
-        self.super_below: Memo[tuple[ScopeRef, str], Values] = Memo(first_of_first, guard=False)
+        # `super().name` in a mixin: what its subclasses' MROs put after it (classes._below),
+        # by (mixin, name); `super(cls, self).name` in a subclass of cls (classes._skipping),
+        # by (subclass, cls, name)
+        self.super_below: Memo[tuple, Values] = Memo(first_of_first, guard=False)
         self.subclass_tree_sizes: Memo[ScopeRef, int | None] = Memo(guard=False)
         self.decorated: Memo[tuple[str, int, int], tuple[Values, Values | None]] = Memo(guard=False)
         # what iterating and indexing an instance gives when its class derives `list[T]`
