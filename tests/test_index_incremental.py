@@ -1333,20 +1333,32 @@ def test_a_subclass_that_puts_a_mixin_before_a_base_reaches_the_mixins_super_cal
         "class LoginMixin:\n    def dispatch(self):\n        return super().dispatch()\n",
         encoding="utf-8",
     )
+    page = "from views import LoginMixin, View, Other\n\n\nclass Page(LoginMixin, {}):\n    pass\n"
+    add_rebase_remove(
+        root,
+        "views.py:LoginMixin.dispatch",
+        ("pages.py", page),
+        {"View": "views.py:View.dispatch", "Other": "views.py:Other.dispatch"},
+    )
+
+
+def add_rebase_remove(
+    root: Path, caller: str, subclass: tuple[str, str], callee_by_base: dict[str, str]
+) -> None:
+    """Build root; then write subclass's file (its text a template of the base) with each
+    base in turn and remove it: caller calls nothing, then callee_by_base[base] each time,
+    then nothing again, and the graph is a fresh build's after every step."""
     index = Index(root, use_cache=False)
     index.build()
-    mixin = "views.py:LoginMixin.dispatch"
-    assert index.graph.out(CALLS, mixin) == []
-    page = "from views import LoginMixin, View, Other\n\n\nclass Page(LoginMixin, {}):\n    pass\n"
-    edit(index, "pages.py", lambda _: page.format("View"))
-    assert index.graph.out(CALLS, mixin) == ["views.py:View.dispatch"]
-    assert index.graph.to_json() == fresh_json(root)
-    edit(index, "pages.py", lambda _: page.format("Other"))
-    assert index.graph.out(CALLS, mixin) == ["views.py:Other.dispatch"]
-    assert index.graph.to_json() == fresh_json(root)
-    (root / "pages.py").unlink()
-    index.remove_file("pages.py")
-    assert index.graph.out(CALLS, mixin) == []
+    assert index.graph.out(CALLS, caller) == []
+    rel, template = subclass
+    for base, callee in callee_by_base.items():
+        edit(index, rel, lambda _, base=base: template.format(base))
+        assert index.graph.out(CALLS, caller) == [callee]
+        assert index.graph.to_json() == fresh_json(root)
+    (root / rel).unlink()
+    index.remove_file(rel)
+    assert index.graph.out(CALLS, caller) == []
     assert index.graph.to_json() == fresh_json(root)
 
 
@@ -1368,18 +1380,10 @@ def test_a_subclass_in_another_file_decides_what_super_of_a_named_class_runs(
         "class Child(Mixin):\n    def put(self):\n        return super(Mixin, self).save()\n",
         encoding="utf-8",
     )
-    index = Index(root, use_cache=False)
-    index.build()
-    put = "models.py:Child.put"
-    assert index.graph.out(CALLS, put) == []
     deep = "from models import Child, Other, Store\n\n\nclass Deep(Child, {}):\n    pass\n"
-    edit(index, "deep.py", lambda _: deep.format("Other"))
-    assert index.graph.out(CALLS, put) == ["models.py:Other.save"]
-    assert index.graph.to_json() == fresh_json(root)
-    edit(index, "deep.py", lambda _: deep.format("Store"))
-    assert index.graph.out(CALLS, put) == ["models.py:Store.save"]
-    assert index.graph.to_json() == fresh_json(root)
-    (root / "deep.py").unlink()
-    index.remove_file("deep.py")
-    assert index.graph.out(CALLS, put) == []
-    assert index.graph.to_json() == fresh_json(root)
+    add_rebase_remove(
+        root,
+        "models.py:Child.put",
+        ("deep.py", deep),
+        {"Other": "models.py:Other.save", "Store": "models.py:Store.save"},
+    )
