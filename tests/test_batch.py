@@ -787,10 +787,26 @@ def test_a_rerun_redoes_a_task_whose_line_now_asks_another_snapshot(
         "keep": "skipped",
         "lost": "failed",
     }
-    assert lines["t0"]["replaced"] == {"repo": str(repo), "commit": shas[0], "sha": shas[0]}
-    assert lines["tb"]["replaced"] == {"repo": str(repo), "commit": branch, "sha": shas[1]}
-    assert lines["src"]["replaced"] == {"source": str(_tree(plain, 0))}
-    assert lines["lost"]["kept"] == {"repo": str(repo), "commit": shas[0], "sha": shas[0]}
+    made_with = lines["t0"]["made_with"]  # the same fields and options: no reason here
+    assert lines["t0"]["replaced"] == {
+        "repo": str(repo),
+        "commit": shas[0],
+        "sha": shas[0],
+        "made_with": made_with,
+    }
+    assert lines["tb"]["replaced"] == {
+        "repo": str(repo),
+        "commit": branch,
+        "sha": shas[1],
+        "made_with": made_with,
+    }
+    assert lines["src"]["replaced"] == {"source": str(_tree(plain, 0)), "made_with": made_with}
+    assert lines["lost"]["kept"] == {
+        "repo": str(repo),
+        "commit": shas[0],
+        "sha": shas[0],
+        "made_with": made_with,
+    }
     assert tree_bytes(out / "t0" / NAME) == tree_bytes(plain / "t2" / NAME)
     assert tree_bytes(out / "tb" / NAME) == tree_bytes(plain / "t3" / NAME)
     assert tree_bytes(out / "src" / NAME) == tree_bytes(plain / "t1" / NAME)
@@ -803,6 +819,217 @@ def test_a_rerun_redoes_a_task_whose_line_now_asks_another_snapshot(
     assert third.returncode == 0, third.stderr
     assert "0 ok, 0 failed, 4 skipped" in third.stdout
     assert " holds " not in third.stderr
+
+
+def _strip_made_with(out: Path) -> None:
+    """results.jsonl as a run of an older anchor-ls wrote it: no `made_with` in its lines."""
+    lines = [{k: v for k, v in r.items() if k != "made_with"} for r in results(out)]
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), "utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_rerun_redoes_a_task_whose_line_now_asks_another_policy_or_field(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    """Only the origin was compared: a line whose policy, max_items or tests changed kept
+    the snapshot made with the old ones, silently."""
+    repo, shas, plain = fixture
+    first = [
+        {"id": "t0", "repo": str(repo), "commit": shas[4], "policy": "topo"},
+        {"id": "t1", "repo": str(repo), "commit": shas[4]},
+        {"id": "src", "source": str(_tree(plain, 1))},
+        {"id": "keep", "repo": str(repo), "commit": shas[4], "policy": "topo"},
+    ]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = ["--out", out, "--workers", "1", "--cache", cache]
+    done = anchor_ls("batch", write_manifest(tmp_path / "m1.jsonl", first), *args)
+    assert done.returncode == 0, done.stderr
+    kept = (out / "keep" / NAME / "shop" / "models.py").stat().st_mtime_ns
+
+    second = [
+        {**first[0], "policy": "dense"},
+        {**first[1], "max_items": 1},
+        {**first[2], "tests": True},
+        first[3],
+    ]
+    again = anchor_ls("batch", write_manifest(tmp_path / "m2.jsonl", second), *args)
+    assert again.returncode == 0, again.stderr
+    assert "3 ok, 0 failed, 1 skipped" in again.stdout
+    assert (
+        f"anchor-ls: t0: {out / 't0'} holds {repo} at {shas[4][:12]}; "
+        "policy was topo, the line now asks dense: made again"
+    ) in again.stderr
+    assert "max_items was 8, the line now asks 1: made again" in again.stderr
+    assert "tests was false, the line now asks true: made again" in again.stderr
+    assert "keep:" not in again.stderr
+    assert "unchecked" not in again.stderr
+    lines = {r["id"]: r for r in results(out)[len(first) :]}
+    assert {i: r["status"] for i, r in lines.items()} == {
+        "t0": "ok",
+        "t1": "ok",
+        "src": "ok",
+        "keep": "skipped",
+    }
+    assert lines["t0"]["made_with"]["policy"] == "dense"
+    assert lines["t0"]["replaced"]["made_with"]["policy"] == "topo"
+    assert lines["t1"]["made_with"]["max_items"] == 1
+    assert lines["src"]["made_with"]["tests"] is True
+    dense = anchor_ls(
+        "tag", _tree(plain, 4), "--out", tmp_path / "dense" / NAME, "--policy", "dense"
+    )
+    assert dense.returncode == 0, dense.stderr
+    assert tree_bytes(out / "t0" / NAME) == tree_bytes(tmp_path / "dense" / NAME)
+    assert (out / "keep" / NAME / "shop" / "models.py").stat().st_mtime_ns == kept
+
+    third = anchor_ls("batch", write_manifest(tmp_path / "m3.jsonl", second), *args)
+    assert third.returncode == 0, third.stderr
+    assert "0 ok, 0 failed, 4 skipped" in third.stdout
+    assert " holds " not in third.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_rerun_redoes_the_tasks_whose_snapshots_another_option_changes(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    """--exclude and --graph change what DIR/<id> holds; a re-run with another one kept
+    every snapshot made with the old one, silently."""
+    repo, shas, _plain = fixture
+    manifest = write_manifest(tmp_path / "m.jsonl", tasks_of(repo, shas)[4:])
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = ["--out", out, "--workers", "1", "--cache", cache]
+    done = anchor_ls("batch", manifest, *args)
+    assert done.returncode == 0, done.stderr
+    assert (
+        (out / "t5" / NAME / "shop" / "gen" / "m0.py")
+        .read_text("utf-8")
+        .startswith("# === CodeAnchor")
+    )
+
+    excluded = anchor_ls("batch", manifest, *args, "--exclude", "shop/gen/*")
+    assert excluded.returncode == 0, excluded.stderr
+    assert "2 ok, 0 failed, 0 skipped" in excluded.stdout
+    for ident in ("t4", "t5"):
+        assert f"anchor-ls: {ident}: {out / ident} holds " in excluded.stderr
+    assert "--exclude was none, the run now asks shop/gen/*: made again" in excluded.stderr
+    gen = out / "t5" / NAME / "shop" / "gen" / "m0.py"
+    assert (
+        gen.read_text("utf-8")
+        == "from shop.models import price\n\n\ndef g0():\n    return price(0)\n"
+    )
+    assert results(out)[-1]["made_with"]["exclude"] == ["shop/gen/*"]
+
+    graphed = anchor_ls("batch", manifest, *args, "--exclude", "shop/gen/*", "--graph")
+    assert graphed.returncode == 0, graphed.stderr
+    assert "2 ok, 0 failed, 0 skipped" in graphed.stdout
+    assert "made without --graph, which the run now asks: made again" in graphed.stderr
+    assert (out / "t4" / "graph.json").is_file() and (out / "t5" / "graph.json").is_file()
+
+    same = anchor_ls("batch", manifest, *args, "--graph", "--exclude", "./shop/gen/*")
+    assert same.returncode == 0, same.stderr
+    assert "0 ok, 0 failed, 2 skipped" in same.stdout
+    assert " holds " not in same.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_an_older_ok_line_that_records_no_options_keeps_its_snapshot_and_says_so_once(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    """An ok line written before `made_with` was recorded cannot say what its snapshot
+    was made with: it is kept (every task redone after an upgrade would cost a whole
+    run), said once; its origin is still compared."""
+    repo, shas, _plain = fixture
+    first = tasks_of(repo, shas)[:3]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = ["--out", out, "--workers", "1", "--cache", cache]
+    done = anchor_ls("batch", write_manifest(tmp_path / "m1.jsonl", first), *args)
+    assert done.returncode == 0, done.stderr
+    _strip_made_with(out)
+    kept = (out / "t0" / NAME / "shop" / "models.py").stat().st_mtime_ns
+
+    second = [
+        {**first[0], "policy": "dense"},
+        {**first[1], "tests": True},
+        {**first[2], "commit": shas[3]},  # another origin: made again all the same
+    ]
+    again = anchor_ls("batch", write_manifest(tmp_path / "m2.jsonl", second), *args)
+    assert again.returncode == 0, again.stderr
+    assert "1 ok, 0 failed, 2 skipped" in again.stdout
+    assert again.stderr.count("kept unchecked") == 1
+    assert (
+        f"anchor-ls: 2 snapshots in {out} (t0, t1) were made by an older anchor-ls"
+    ) in again.stderr
+    assert f"anchor-ls: t2: {out / 't2'} holds " in again.stderr
+    assert "t0:" not in again.stderr and "t1:" not in again.stderr
+    assert last_status(out) == {"t0": "skipped", "t1": "skipped", "t2": "ok"}
+    for ident in ("t0", "t1"):
+        assert "unchecked" in [r for r in results(out) if r["id"] == ident][-1]["reason"]
+    assert (out / "t0" / NAME / "shop" / "models.py").stat().st_mtime_ns == kept
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_an_unchanged_rerun_skips_every_task_and_its_ok_lines_say_what_they_were_made_with(
+    fixture: tuple[Path, list[str], Path], tmp_path: Path
+) -> None:
+    """What an ok line records is what the next run compares: the same fields and options,
+    however written (a default spelled out, --python or the line's own, the globs of
+    --exclude in another order or with a ./), skip every task, quietly."""
+    repo, shas, plain = fixture
+    python = os.path.abspath(sys.executable)
+    first = [
+        {
+            "id": "t0",
+            "repo": str(repo),
+            "commit": shas[4],
+            "policy": "topo",
+            "max_items": 3,
+            "cross_file": True,
+            "tests": True,
+        },
+        {"id": "t1", "repo": str(repo), "commit": shas[5]},
+        {"id": "src", "source": str(_tree(plain, 1))},
+    ]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = ["--out", out, "--workers", "1", "--cache", cache, "--graph"]
+    done = anchor_ls(
+        "batch",
+        write_manifest(tmp_path / "m1.jsonl", first),
+        *args,
+        "--exclude",
+        "docs/*",
+        "--exclude",
+        "shop/gen/*",
+        "--python",
+        python,
+    )
+    assert done.returncode == 0, done.stderr
+    made = {r["id"]: r["made_with"] for r in results(out)}
+    options = {"python": python, "graph": True, "exclude": ["docs/*", "shop/gen/*"]}
+    assert made == {
+        "t0": {"policy": "topo", "max_items": 3, "cross_file": True, "tests": True, **options},
+        "t1": {"policy": "auto", "max_items": 8, "cross_file": False, "tests": False, **options},
+        "src": {"policy": "auto", "max_items": 8, "cross_file": False, "tests": False, **options},
+    }
+
+    second = [first[0], {**first[1], "policy": "auto", "python": python}, first[2]]
+    again = anchor_ls(
+        "batch",
+        write_manifest(tmp_path / "m2.jsonl", second),
+        *args,
+        "--exclude",
+        "./shop/gen/*",
+        "--exclude",
+        "docs/*",
+        "--python",
+        python,
+    )
+    assert again.returncode == 0, again.stderr
+    assert "0 ok, 0 failed, 3 skipped" in again.stdout
+    assert " holds " not in again.stderr
+    assert "unchecked" not in again.stderr
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "aside"])

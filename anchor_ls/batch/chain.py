@@ -41,8 +41,9 @@ import platformdirs
 
 from anchor_ls.agent.freshness import Freshness
 from anchor_ls.batch import gittree
-from anchor_ls.batch.manifest import Task
+from anchor_ls.batch.manifest import SNAPSHOT_FIELDS, Task
 from anchor_ls.index import EnvironmentProblem, Index
+from anchor_ls.index.files import exclude_patterns
 from anchor_ls.index.roots import configures_roots
 from anchor_ls.tags import commands
 from anchor_ls.tags.apply import Reuse, TagError
@@ -75,6 +76,26 @@ class Settings:
     # Move the index from commit to commit with the files a step changed (INCREMENTAL_NOTE);
     # False: build it again from the cached summaries at each step.
     incremental: bool = True
+
+
+# The options of a run that change what DIR/<id> holds (graph.json, the files indexed):
+# recorded and compared with the SNAPSHOT_FIELDS of its line. The others (timeout, cache,
+# work, workers, chain size, Ray) change how, not what; incremental is meant to write the
+# same bytes (INCREMENTAL_NOTE) and is not compared either, or switching to
+# --no-incremental to check a run would redo every task before it could check one.
+SNAPSHOT_OPTIONS = ("graph", "exclude")
+
+
+def made_with(task: Task, settings: Settings) -> dict[str, Any]:
+    """What the snapshot of task is made with besides its origin: its line's
+    SNAPSHOT_FIELDS (python as the run resolved it: the line's own or --python) and the
+    run's SNAPSHOT_OPTIONS. The `made_with` of its `ok` line; exclude is written as the
+    index reads it (./a/ is a; order and repeats do not count), so equal is the same."""
+    record: dict[str, Any] = {name: getattr(task, name) for name in SNAPSHOT_FIELDS}
+    record["graph"] = settings.graph
+    record["exclude"] = sorted(set(exclude_patterns(settings.exclude)))
+    assert set(record) == {*SNAPSHOT_FIELDS, *SNAPSHOT_OPTIONS}
+    return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +357,7 @@ def _one(task: Task, step: _Step, sha: str | None, settings: Settings) -> dict[s
         "reindexed": reindexed,
         **figures,
         "seconds": seconds,
+        "made_with": made_with(task, settings),
     }
 
 
@@ -364,6 +386,7 @@ def _from_source(task: Task, settings: Settings, start: float) -> dict[str, Any]
         "reindexed": reindexed,
         **figures,
         "seconds": round(time.perf_counter() - start, 3),
+        "made_with": made_with(task, settings),
     }
 
 

@@ -64,6 +64,22 @@ def _manifest_and_ray(args: argparse.Namespace) -> str | None:
     return None
 
 
+SHOWN_UNCHECKED = 5  # ids named in the line about snapshots kept unchecked
+
+
+def _unchecked(out: Path, ids: list[str]) -> str:
+    """The one line a run says about the snapshots it keeps without knowing what they
+    were made with (their ok lines, of an older anchor-ls, do not record it)."""
+    named = ", ".join(ids[:SHOWN_UNCHECKED]) + (", ..." if len(ids) > SHOWN_UNCHECKED else "")
+    what = "1 snapshot" if len(ids) == 1 else f"{len(ids)} snapshots"
+    were = "was" if len(ids) == 1 else "were"
+    return (
+        f"anchor-ls: {what} in {out} ({named}) {were} made by an older anchor-ls, whose "
+        "results.jsonl does not say with which policy, fields and options: kept unchecked "
+        f"(delete {out / '<id>'} to make one again with what its line and this run ask)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     problem = _manifest_and_ray(args)
     if problem:
@@ -114,9 +130,15 @@ def run(args: argparse.Namespace) -> int:
             more = len(rejected) - SHOWN_REJECTED
             print(f"anchor-ls: ... and {more} more bad manifest lines", file=sys.stderr)
         there = [task for task in tasks if results.done(task.id)]
-        # a DIR/<id> made from what the line no longer asks (another commit, a branch
-        # that moved on, another folder) is made again, never kept silently
-        redo = stale(there, held(out)) if there else redo
+        # a DIR/<id> made from what the line or the run no longer asks (another commit, a
+        # branch that moved on, another folder, another policy, --exclude, ...) is made
+        # again, never kept silently; one whose ok line does not say is kept, said once
+        unchecked: list[str] = []
+        if there:
+            redo, unchecked = stale(there, held(out), settings)
+        if unchecked:
+            print(_unchecked(out, unchecked), file=sys.stderr)
+        kept_unchecked = set(unchecked)
         todo = []
         for task in tasks:
             if task.id in redo:
@@ -128,7 +150,10 @@ def run(args: argparse.Namespace) -> int:
                 )
                 todo.append(dataclasses.replace(task, replace=True))
             elif results.done(task.id):
-                results.write({"id": task.id, "status": "skipped", "reason": "already done"})
+                reason = "already done"
+                if task.id in kept_unchecked:
+                    reason += " (unchecked: its ok line does not say what it was made with)"
+                results.write({"id": task.id, "status": "skipped", "reason": reason})
             else:
                 todo.append(task)
         progress = Progress(len(todo))
@@ -173,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         results.close()
     counts = results.counts
-    again = f"; {len(redo)} made again (their lines ask another snapshot)" if redo else ""
+    again = f"; {len(redo)} made again (their lines or options ask another snapshot)"
+    again = again if redo else ""
     print(
         f"batch: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped "
         f"(already done) in {time.monotonic() - start:.1f} s{again}; results in {out / RESULTS}"

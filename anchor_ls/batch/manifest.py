@@ -18,9 +18,11 @@ POLICIES = ("auto", "topo", "inv", "dense")
 MAX_ID_LENGTH = 200
 RESULTS_FILE = "results.jsonl"  # DIR/results.jsonl: no task's folder
 _ID_FORBIDDEN = frozenset('/\\\0:*?"<>|')
-_KNOWN = frozenset(
-    {"id", "repo", "commit", "source", "policy", "max_items", "cross_file", "tests", "python"}
-)
+# The fields of a line besides its origin (repo and commit, or source) that change the
+# bytes of its snapshot: an `ok` line records them (chain.made_with) and a re-run compares
+# them (results.stale). A new such field belongs here.
+SNAPSHOT_FIELDS = ("policy", "max_items", "cross_file", "tests", "python")
+_KNOWN = frozenset({"id", "repo", "commit", "source", *SNAPSHOT_FIELDS})
 
 
 class ManifestError(Exception):
