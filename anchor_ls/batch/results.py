@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -86,16 +87,20 @@ def _ends_a_line(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def last_results(out: Path) -> dict[str, dict[str, Any]]:
-    """The last line of each id in DIR/results.jsonl (damaged lines are passed over)."""
-    found: dict[str, dict[str, Any]] = {}
+def _records(out: Path) -> Iterator[dict[str, Any]]:
+    """The lines of DIR/results.jsonl that name an id, in order (damaged lines are passed
+    over; no file: none)."""
     with contextlib.suppress(FileNotFoundError), open(out / RESULTS, encoding="utf-8") as handle:
         for line in handle:
             with contextlib.suppress(ValueError):
                 item = json.loads(line)
                 if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    found[item["id"]] = item
-    return found
+                    yield item
+
+
+def last_results(out: Path) -> dict[str, dict[str, Any]]:
+    """The last line of each id in DIR/results.jsonl."""
+    return {item["id"]: item for item in _records(out)}
 
 
 def made_from(record: dict[str, Any]) -> dict[str, Any] | None:
@@ -110,15 +115,7 @@ def made_from(record: dict[str, Any]) -> dict[str, Any] | None:
 
 def held(out: Path) -> dict[str, dict[str, Any]]:
     """For each id with an `ok` line in DIR/results.jsonl, its last one."""
-    found: dict[str, dict[str, Any]] = {}
-    with contextlib.suppress(FileNotFoundError), open(out / RESULTS, encoding="utf-8") as handle:
-        for line in handle:
-            with contextlib.suppress(ValueError):
-                item = json.loads(line)
-                ok = isinstance(item, dict) and item.get("status") == "ok"
-                if ok and isinstance(item.get("id"), str):
-                    found[item["id"]] = item
-    return found
+    return {item["id"]: item for item in _records(out) if item.get("status") == "ok"}
 
 
 def shown(made: dict[str, Any]) -> str:
