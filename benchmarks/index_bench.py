@@ -17,7 +17,8 @@ The library-aware index (issue #23) instead: cold builds of the djangorestframew
 and of the Django sdist without an environment and with a venv holding Django 5.1.4
 (benchmarks/.data/django-5.1.4-env, made here), and of the Flask 3.1.0 sdist without and
 with a venv holding Werkzeug 3.1.3 and Flask's other dependencies, pinned
-(benchmarks/.data/flask-3.1.0-env), in turn --repeat times; then a warm start of each.
+(benchmarks/.data/flask-3.1.0-env), in turn --repeat times; then three warm starts of
+each, in turn.
 Targets: the library work costs at most 30% more cold time and nothing on a warm start;
 the repository-internal graph is the same with and without the environment; DRF's
 APIView inherits ext:django.views.generic.base.View and its dispatch overrides
@@ -317,11 +318,15 @@ def report(rows: dict[str, dict]) -> None:
     print(f"\n{os.cpu_count()} cores, load average after the run {load}; commit {tree}")
 
 
+WARM_TURNS = 3  # warm starts of each, in turn: one alone drifts by a tenth
+
+
 def measure_libraries(args) -> None:
     """Per turn, cold builds: without an environment; with one and nothing in the user
     cache (the first repository ever: every library file read, the interpreter asked);
     with one and the user cache another repository filled (library summaries shared).
-    Then a warm start of each; the internal graphs compared; one table."""
+    Then warm starts of each, in turn (WARM_TURNS); the internal graphs compared; one
+    table."""
     django_env = str(DATA / DRF.env / "bin" / "python")
     corpora_ = {  # name -> (root, the python of its environment)
         "drf": (str(DATA / DRF.folder), django_env),
@@ -351,16 +356,20 @@ def measure_libraries(args) -> None:
                 )  # fmt: skip
                 turns.append((none, first, shared))
             last = args.repeat - 1
-            warm = {
-                "none": run_child(
-                    "cold", root, (), f"{tmp}/none-{last}", args, python="none",
-                    xdg=f"{tmp}/xdg-none-{last}",
-                ),
-                "env": run_child(
-                    "cold", root, (), f"{tmp}/env-{last}", args, python=python,
-                    xdg=f"{tmp}/xdg-env-{last}",
-                ),
-            }  # fmt: skip
+            warm: dict[str, list[dict]] = {"none": [], "env": []}
+            for _ in range(WARM_TURNS):  # in turn, as the cold builds: a core's speed drifts
+                warm["none"].append(
+                    run_child(
+                        "cold", root, (), f"{tmp}/none-{last}", args, python="none",
+                        xdg=f"{tmp}/xdg-none-{last}",
+                    )
+                )  # fmt: skip
+                warm["env"].append(
+                    run_child(
+                        "cold", root, (), f"{tmp}/env-{last}", args, python=python,
+                        xdg=f"{tmp}/xdg-env-{last}",
+                    )
+                )  # fmt: skip
             same = Path(f"{tmp}/none.json").read_text() == Path(f"{tmp}/env.json").read_text()
         rows.append((name, turns, warm, same))
     print(
@@ -372,7 +381,8 @@ def measure_libraries(args) -> None:
     )
     print("|" + "---|" * 13)
     verdicts = []
-    for name, turns, warm, same in rows:
+    for name, turns, warm_runs, same in rows:
+        warm = {k: middle(v) for k, v in warm_runs.items()}
         first = sorted(f["secs"] / n["secs"] - 1 for n, f, _s in turns)
         shared = sorted(s["secs"] / n["secs"] - 1 for n, _f, s in turns)
         n, f, sh = (middle([t[i] for t in turns]) for i in range(3))
@@ -390,8 +400,11 @@ def measure_libraries(args) -> None:
             f" | {ns['edges']['overrides']} / {fs['edges']['overrides']}"
             f" | {ns['unresolved']} / {fs['unresolved']} | {'yes' if same else 'NO'} | {facts} |"
         )
-        # by CPU time: on a shared machine a second of wall time comes and goes
-        cost = warm["env"]["cpu"] - warm["none"]["cpu"]
+        # by CPU time (on a shared machine a second of wall time comes and goes), the
+        # median of the pairs' differences
+        pairs = zip(warm_runs["none"], warm_runs["env"], strict=True)
+        costs = sorted(e["cpu"] - o["cpu"] for o, e in pairs)
+        cost = median(costs)
         verdicts += [
             (name, "cold extra <= 30%, nothing cached", spread(first), median(first) <= 0.3),
             (
@@ -403,7 +416,8 @@ def measure_libraries(args) -> None:
             (
                 name,
                 "warm start costs nothing more (cpu, within 10% or 0.05 s)",
-                f"{cost:+.2f} s cpu ({secs(warm['env'])} vs {secs(warm['none'])})",
+                f"{cost:+.2f} s cpu [{costs[0]:+.2f}..{costs[-1]:+.2f}]"
+                f" ({secs(warm['env'])} vs {secs(warm['none'])})",
                 cost <= max(0.05, 0.1 * warm["none"]["cpu"]),
             ),
             (name, "internal graph identical", str(same), same),
