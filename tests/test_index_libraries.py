@@ -347,6 +347,11 @@ def test_the_library_files_a_build_imports_are_parsed_by_a_process_of_their_own(
     their outlines in the library cache, and the graph is the one lazy reading gives."""
     import sqlite3
 
+    from anchor_ls.index import prefetch
+
+    # CI's background installs may keep both cores busy for seconds: the idle-priority
+    # prefetch is then ended by design (tests/test_prefetch.py), not what is tested here
+    monkeypatch.setattr(prefetch, "STALL_SECONDS", 60.0)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     app = copy_app(tmp_path)
     index = build(app, fake_environment(), cache_dir=tmp_path / "c1", workers=2)
@@ -374,8 +379,9 @@ def test_a_machine_that_has_read_its_libraries_reads_none_ahead(
     """Once the library cache holds the environment's outlines, a cold build of another
     repository (here: another cache folder) reads them from it as resolution reaches them:
     a read-ahead would walk every body of the repository for nothing left to parse."""
-    from anchor_ls.index import repository
+    from anchor_ls.index import prefetch, repository
 
+    monkeypatch.setattr(prefetch, "STALL_SECONDS", 60.0)  # as above: not ended under load
     started: list[int] = []  # prefetch processes started, build by build
     real = repository.Prefetch
     monkeypatch.setattr(repository, "Prefetch", lambda *a: started.append(1) or real(*a))

@@ -38,16 +38,30 @@ def user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
 
 
+def policy_of_prefetch(monkeypatch: pytest.MonkeyPatch, load: float) -> list[int]:
+    """The scheduling policy a prefetch runs under, started at that load average."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(
+        prefetch, "prefetch_outlines", lambda _ext, _names: os.sched_getscheduler(0)
+    )
+    return waited(Prefetch(FORK, Environment(), importing(1), set()))
+
+
 def test_the_prefetch_runs_only_on_cores_nothing_else_wants(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Resolution keeps both cores of a 2-core machine busy; a prefetch at the same
     priority took a quarter of them (DRF's resolution: 1.2 s alone, 1.5 s beside it)."""
-    monkeypatch.setattr(
-        prefetch, "prefetch_outlines", lambda _ext, _names: os.sched_getscheduler(0)
-    )
-    running = Prefetch(FORK, Environment(), importing(1), set())
-    assert waited(running) == [os.SCHED_IDLE]
+    assert policy_of_prefetch(monkeypatch, 0.5) == [os.SCHED_IDLE]
+
+
+def test_on_a_machine_already_busy_the_prefetch_runs_at_normal_priority(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With every core busy before it starts, an idle-priority prefetch would never run:
+    the build would wait for it, end it and read every library itself."""
+    busy = float(os.cpu_count() or 1)
+    assert policy_of_prefetch(monkeypatch, busy) == [os.SCHED_OTHER]
 
 
 def test_a_prefetch_that_follows_no_name_for_a_while_is_ended_and_the_build_goes_on(
