@@ -373,6 +373,49 @@ def test_the_library_files_a_build_imports_are_parsed_by_a_process_of_their_own(
     assert index.graph.to_json() == lazy.graph.to_json()
 
 
+def test_the_edges_found_while_the_prefetch_ends_make_the_graph_lazy_reading_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prefetch often ends after resolution: the build finds the files' own edges
+    meanwhile and adds those outside once it has waited. The graph is the one a build
+    that reads every library itself gives."""
+    import time
+
+    from anchor_ls.index import facts, prefetch
+
+    real_prefetch, real_inside, real_wait = (
+        prefetch.prefetch_outlines,
+        facts.inside_edges,
+        prefetch.Prefetch.wait,
+    )
+
+    def late(externals: object, names: object) -> int:
+        time.sleep(1.5)  # still reading when resolution ends
+        return real_prefetch(externals, names)  # type: ignore[arg-type]
+
+    found: list[str] = []  # files whose own edges were found, in turn
+    found_before_wait: list[int] = []
+    monkeypatch.setattr(prefetch, "prefetch_outlines", late)
+    monkeypatch.setattr(prefetch, "STALL_SECONDS", 60.0)
+    monkeypatch.setattr(
+        facts, "inside_edges", lambda *a: found.append(a[0].path) or real_inside(*a)
+    )
+    monkeypatch.setattr(
+        prefetch.Prefetch, "wait", lambda p: found_before_wait.append(len(found)) or real_wait(p)
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    app = copy_app(tmp_path)
+    index = build(app, fake_environment(), cache_dir=tmp_path / "c1", workers=2)
+    files = len(index.binder.summaries)
+    assert found_before_wait == [files]  # every file's, before the prefetch had ended
+    assert len(found) == files  # and not again after
+    assert index.stats().libraries_prefetched > 0
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-lazy"))
+    lazy = build(app, fake_environment(), cache_dir=tmp_path / "c2", workers=1)
+    assert lazy.stats().libraries_prefetched == 0
+    assert index.graph.to_json() == lazy.graph.to_json()
+
+
 def test_a_machine_that_has_read_its_libraries_reads_none_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import NamedTuple, Protocol
 
 from anchor_ls.index.model import (
@@ -113,6 +114,15 @@ class FileEdges(NamedTuple):
     missed: str
 
 
+class Inside(NamedTuple):
+    """A file's edges that need nothing from outside the repository (inside_edges), to
+    be finished by edges()."""
+
+    edges: set[Edge]
+    sites: dict[Edge, list[Span]]
+    via: dict[Edge, int]
+
+
 def edges(
     summary: FileSummary,
     facts: FileFacts,
@@ -120,47 +130,21 @@ def edges(
     calls_of: CallsOf,
     bodies: Callable[[], Sequence[Body]],
     outside: Outside | None = None,
+    inside: Inside | None = None,
 ) -> FileEdges:
     """The edges whose source is an entity of this file, with the spans that make them
     (bodies: the file's scope bodies, read only when it has unresolved sites); with an
     environment (outside), also those to the definitions outside that it calls and
-    inherits from, and its calls of packages not installed are unresolved."""
+    inherits from, and its calls of packages not installed are unresolved. inside: what
+    inside_edges gave for the file already (taken over, not copied)."""
     path = summary.path
     ids = ids_of[path]
-    out: set[Edge] = set()
-    for idx, scope in enumerate(summary.scopes):
-        if scope.parent >= 0 and ids[scope.parent] != ids[idx]:
-            out.add(Edge(CONTAINS, ids[scope.parent], ids[idx]))
-    for idx, bases in facts.bases.items():
-        for base in bases:
-            dst = value_id(base, ids_of)
-            if dst is not None and dst != ids[idx]:
-                out.add(Edge(INHERITS, ids[idx], dst))
-    for target in facts.imports:
-        if target != path:
-            out.add(Edge(IMPORTS, path, target))
-    sites: dict[Edge, list[Span]] = {}
+    out, sites, via = (
+        inside if inside is not None else inside_edges(summary, facts, ids_of, calls_of)
+    )
 
-    def add(edge: Edge, spans: Iterable[Span]) -> None:
-        out.add(edge)
-        sites.setdefault(edge, []).extend(spans)
+    add = partial(_add, out, sites)
 
-    via: dict[Edge, int] = {}
-    for (idx, _kind), targets in facts.calls.items():
-        for target in targets:
-            dst = value_id(target, ids_of)
-            if dst is not None:
-                edge = Edge(CALLS, ids[idx], dst)
-                add(edge, facts.call_spans((idx, target)))
-                how = facts.call_via((idx, target))
-                if how and (edge not in via or how < via[edge]):
-                    via[edge] = how
-    for (idx, target), spans in facts.refs.items():
-        dst = value_id(target, ids_of)
-        if dst is not None and dst != ids[idx]:
-            add(Edge(REFERENCES, ids[idx], dst), spans)
-    for (idx, kind, dst), spans in facts.dense.items():
-        add(Edge(kind, ids[idx], dst), spans)
     not_installed: dict[int, list[int]] = {}
     if outside is not None:
         for idx, noted in facts.outside_sites.items():
@@ -180,13 +164,6 @@ def edges(
                 if dst is not None:
                     out.add(Edge(INHERITS, ids[idx], dst))
         not_installed = missing_packages(facts, outside)
-    if summary.main_blocks:
-        add(Edge(MAIN_BLOCK, path, MAIN_TARGET), summary.main_blocks)
-    if is_test_path(path):
-        for idx, scope in enumerate(summary.scopes):
-            if scope.kind == "function" and is_test_name(scope.name):
-                for dst, spans in _exercised(path, idx, calls_of, ids_of):
-                    add(Edge(TEST_REF, ids[idx], dst), spans)
     by_entity: dict[str, list] = {}
     read: Sequence[Body] | None = None
     for idx in sorted(facts.counts):
@@ -205,6 +182,60 @@ def edges(
         if found
     )
     return FileEdges(out, sites, via, missed)
+
+
+def _add(out: set[Edge], sites: dict[Edge, list[Span]], edge: Edge, spans: Iterable[Span]) -> None:
+    out.add(edge)
+    sites.setdefault(edge, []).extend(spans)
+
+
+def inside_edges(
+    summary: FileSummary, facts: FileFacts, ids_of: dict[str, list[str]], calls_of: CallsOf
+) -> Inside:
+    """What edges() finds of a file without the environment: the build finds it while
+    the library outlines are still being read (index/prefetch.py)."""
+    path = summary.path
+    ids = ids_of[path]
+    out: set[Edge] = set()
+    for idx, scope in enumerate(summary.scopes):
+        if scope.parent >= 0 and ids[scope.parent] != ids[idx]:
+            out.add(Edge(CONTAINS, ids[scope.parent], ids[idx]))
+    for idx, bases in facts.bases.items():
+        for base in bases:
+            dst = value_id(base, ids_of)
+            if dst is not None and dst != ids[idx]:
+                out.add(Edge(INHERITS, ids[idx], dst))
+    for target in facts.imports:
+        if target != path:
+            out.add(Edge(IMPORTS, path, target))
+    sites: dict[Edge, list[Span]] = {}
+
+    add = partial(_add, out, sites)
+
+    via: dict[Edge, int] = {}
+    for (idx, _kind), targets in facts.calls.items():
+        for target in targets:
+            dst = value_id(target, ids_of)
+            if dst is not None:
+                edge = Edge(CALLS, ids[idx], dst)
+                add(edge, facts.call_spans((idx, target)))
+                how = facts.call_via((idx, target))
+                if how and (edge not in via or how < via[edge]):
+                    via[edge] = how
+    for (idx, target), spans in facts.refs.items():
+        dst = value_id(target, ids_of)
+        if dst is not None and dst != ids[idx]:
+            add(Edge(REFERENCES, ids[idx], dst), spans)
+    for (idx, kind, dst), spans in facts.dense.items():
+        add(Edge(kind, ids[idx], dst), spans)
+    if summary.main_blocks:
+        add(Edge(MAIN_BLOCK, path, MAIN_TARGET), summary.main_blocks)
+    if is_test_path(path):
+        for idx, scope in enumerate(summary.scopes):
+            if scope.kind == "function" and is_test_name(scope.name):
+                for dst, spans in _exercised(path, idx, calls_of, ids_of):
+                    add(Edge(TEST_REF, ids[idx], dst), spans)
+    return Inside(out, sites, via)
 
 
 def missing_packages(facts: FileFacts, outside: Outside) -> dict[int, list[int]]:

@@ -204,6 +204,11 @@ class Prefetch:
             send.close()
         self._running: tuple[BaseProcess, Connection] | None = (process, receive)
 
+    def done(self) -> bool:
+        """Whether wait() would return at once: the prefetch answered, ended or was waited for."""
+        running = self._running
+        return running is None or running[1].poll(0)
+
     def wait(self) -> int:
         """The outlines the prefetch parsed (if it failed, none: Externals reads them);
         what it found is in learned then."""

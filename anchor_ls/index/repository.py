@@ -458,11 +458,18 @@ class Index(Invalidation):
             resolve_all(self.binder, rounds, paths, self._facts, on_file)
 
     def _rebuild_graph(self) -> None:
-        self._await_prefetch()  # the library outlines it parsed are in the cache then
         graph = Graph(str(self.root))
         for rel, summary in self.binder.summaries.items():
             graph.replace_file_entities(rel, factlib.entities(summary, self._ids[rel]))
-        graph.load_edges(self._file_edges_and_sites())
+        # The prefetch often ends after resolution (DRF: 0.1-0.25 s): files' own edges
+        # are found until it has, not before every file (a whole graph's held twice).
+        inside: dict[str, factlib.Inside] = {}
+        for rel, summary in self.binder.summaries.items():
+            if self._prefetch is None or self._prefetch.done():
+                break
+            inside[rel] = factlib.inside_edges(summary, self._facts[rel], self._ids, self._calls_of)
+        self._await_prefetch()  # the library outlines it parsed are in the cache then
+        graph.load_edges(self._file_edges_and_sites(inside))
         for rel, summary in self.binder.summaries.items():
             order = factlib.base_order(summary, self._facts[rel], self._ids, self.externals)
             graph.replace_file_bases(rel, order)
@@ -569,7 +576,8 @@ class Index(Invalidation):
             entities += self.externals.entities(sorted(wanted - set(held)))
         graph.replace_file_entities(EXTERNAL, entities)
 
-    def _file_edges_and_sites(self) -> Iterator[tuple]:
+    def _file_edges_and_sites(self, inside: dict[str, factlib.Inside]) -> Iterator[tuple]:
+        """Each file's edges, finishing those found already (inside, taken)."""
         for rel, summary in self.binder.summaries.items():
             self._note_binder_errors(rel)
             yield (
@@ -581,6 +589,7 @@ class Index(Invalidation):
                     self._calls_of,
                     partial(self.binder.bodies, rel),
                     self.externals,
+                    inside.pop(rel, None),
                 ),
             )
 
