@@ -141,6 +141,15 @@ def anchor_ls(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
     )
 
 
+def batch(*args: object, status: int = 0, counts: str) -> subprocess.CompletedProcess[str]:
+    """`anchor-ls batch ARGS`, which exits with status and prints counts ("1 ok, 0
+    failed, 5 skipped")."""
+    done = anchor_ls("batch", *args)  # type: ignore[arg-type]
+    assert done.returncode == status, done.stderr
+    assert counts in done.stdout
+    return done
+
+
 def write_manifest(path: Path, lines: list[dict | str]) -> Path:
     path.write_text(
         "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), "utf-8"
@@ -717,9 +726,16 @@ def test_a_rerun_skips_finished_tasks_and_redoes_only_the_missing(
     (half / "half.py").write_text("def half(", "utf-8")
     kept = (out / "t0" / NAME / "shop" / "models.py").stat()
 
-    again = anchor_ls("batch", manifest, "--out", out, "--workers", "1", "--cache", cache)
-    assert again.returncode == 0, again.stderr
-    assert "1 ok, 0 failed, 5 skipped" in again.stdout
+    batch(
+        manifest,
+        "--out",
+        out,
+        "--workers",
+        "1",
+        "--cache",
+        cache,
+        counts="1 ok, 0 failed, 5 skipped",
+    )
     second = results(out)[len(shas) :]
     assert {r["id"]: r["status"] for r in second} == {
         "t0": "skipped",
@@ -773,9 +789,12 @@ def test_a_rerun_redoes_a_task_whose_line_now_asks_another_snapshot(
         {"id": "keep", "repo": str(repo), "commit": shas[4]},
         {"id": "lost", "repo": str(repo), "commit": "0" * 40},  # asks what cannot be made
     ]
-    again = anchor_ls("batch", write_manifest(tmp_path / "m2.jsonl", second), *args)
-    assert again.returncode == 1, again.stderr
-    assert "3 ok, 1 failed, 1 skipped" in again.stdout
+    again = batch(
+        write_manifest(tmp_path / "m2.jsonl", second),
+        *args,
+        status=1,
+        counts="3 ok, 1 failed, 1 skipped",
+    )
     for ident in ("t0", "tb", "src", "lost"):
         assert f"anchor-ls: {ident}: {out / ident} holds " in again.stderr
     assert "keep:" not in again.stderr
@@ -815,9 +834,9 @@ def test_a_rerun_redoes_a_task_whose_line_now_asks_another_snapshot(
     assert not (out / ".partial").exists()
 
     # what a redo made is what its line asks: the next run skips it
-    third = anchor_ls("batch", write_manifest(tmp_path / "m3.jsonl", second[:4]), *args)
-    assert third.returncode == 0, third.stderr
-    assert "0 ok, 0 failed, 4 skipped" in third.stdout
+    third = batch(
+        write_manifest(tmp_path / "m3.jsonl", second[:4]), *args, counts="0 ok, 0 failed, 4 skipped"
+    )
     assert " holds " not in third.stderr
 
 
@@ -853,9 +872,9 @@ def test_a_rerun_redoes_a_task_whose_line_now_asks_another_policy_or_field(
         {**first[2], "tests": True},
         first[3],
     ]
-    again = anchor_ls("batch", write_manifest(tmp_path / "m2.jsonl", second), *args)
-    assert again.returncode == 0, again.stderr
-    assert "3 ok, 0 failed, 1 skipped" in again.stdout
+    again = batch(
+        write_manifest(tmp_path / "m2.jsonl", second), *args, counts="3 ok, 0 failed, 1 skipped"
+    )
     assert (
         f"anchor-ls: t0: {out / 't0'} holds {repo} at {shas[4][:12]}; "
         "policy was topo, the line now asks dense: made again"
@@ -882,9 +901,9 @@ def test_a_rerun_redoes_a_task_whose_line_now_asks_another_policy_or_field(
     assert tree_bytes(out / "t0" / NAME) == tree_bytes(tmp_path / "dense" / NAME)
     assert (out / "keep" / NAME / "shop" / "models.py").stat().st_mtime_ns == kept
 
-    third = anchor_ls("batch", write_manifest(tmp_path / "m3.jsonl", second), *args)
-    assert third.returncode == 0, third.stderr
-    assert "0 ok, 0 failed, 4 skipped" in third.stdout
+    third = batch(
+        write_manifest(tmp_path / "m3.jsonl", second), *args, counts="0 ok, 0 failed, 4 skipped"
+    )
     assert " holds " not in third.stderr
 
 
@@ -907,9 +926,7 @@ def test_a_rerun_redoes_the_tasks_whose_snapshots_another_option_changes(
         .startswith("# === CodeAnchor")
     )
 
-    excluded = anchor_ls("batch", manifest, *args, "--exclude", "shop/gen/*")
-    assert excluded.returncode == 0, excluded.stderr
-    assert "2 ok, 0 failed, 0 skipped" in excluded.stdout
+    excluded = batch(manifest, *args, "--exclude", "shop/gen/*", counts="2 ok, 0 failed, 0 skipped")
     for ident in ("t4", "t5"):
         assert f"anchor-ls: {ident}: {out / ident} holds " in excluded.stderr
     assert "--exclude was none, the run now asks shop/gen/*: made again" in excluded.stderr
@@ -920,15 +937,15 @@ def test_a_rerun_redoes_the_tasks_whose_snapshots_another_option_changes(
     )
     assert results(out)[-1]["made_with"]["exclude"] == ["shop/gen/*"]
 
-    graphed = anchor_ls("batch", manifest, *args, "--exclude", "shop/gen/*", "--graph")
-    assert graphed.returncode == 0, graphed.stderr
-    assert "2 ok, 0 failed, 0 skipped" in graphed.stdout
+    graphed = batch(
+        manifest, *args, "--exclude", "shop/gen/*", "--graph", counts="2 ok, 0 failed, 0 skipped"
+    )
     assert "made without --graph, which the run now asks: made again" in graphed.stderr
     assert (out / "t4" / "graph.json").is_file() and (out / "t5" / "graph.json").is_file()
 
-    same = anchor_ls("batch", manifest, *args, "--graph", "--exclude", "./shop/gen/*")
-    assert same.returncode == 0, same.stderr
-    assert "0 ok, 0 failed, 2 skipped" in same.stdout
+    same = batch(
+        manifest, *args, "--graph", "--exclude", "./shop/gen/*", counts="0 ok, 0 failed, 2 skipped"
+    )
     assert " holds " not in same.stderr
 
 
@@ -954,9 +971,9 @@ def test_an_older_ok_line_that_records_no_options_keeps_its_snapshot_and_says_so
         {**first[1], "tests": True},
         {**first[2], "commit": shas[3]},  # another origin: made again all the same
     ]
-    again = anchor_ls("batch", write_manifest(tmp_path / "m2.jsonl", second), *args)
-    assert again.returncode == 0, again.stderr
-    assert "1 ok, 0 failed, 2 skipped" in again.stdout
+    again = batch(
+        write_manifest(tmp_path / "m2.jsonl", second), *args, counts="1 ok, 0 failed, 2 skipped"
+    )
     assert again.stderr.count("kept unchecked") == 1
     assert (
         f"anchor-ls: 2 snapshots in {out} (t0, t1) were made by an older anchor-ls"
@@ -1440,9 +1457,16 @@ def test_ctrl_c_leaves_only_whole_snapshots_and_a_rerun_goes_on(
     assert not (out / ".partial").exists() or not any((out / ".partial").iterdir())
     assert list(work.iterdir()) == []  # no scratch tree left behind
 
-    again = anchor_ls("batch", manifest, "--out", out, "--workers", "2", "--cache", tmp_path / "c")
-    assert again.returncode == 0, again.stderr
-    assert f"{len(tasks) - len(done)} ok, 0 failed, {len(done)} skipped" in again.stdout
+    batch(
+        manifest,
+        "--out",
+        out,
+        "--workers",
+        "2",
+        "--cache",
+        tmp_path / "c",
+        counts=f"{len(tasks) - len(done)} ok, 0 failed, {len(done)} skipped",
+    )
     assert set(last_status(out).values()) <= {"ok", "skipped"}
 
 
