@@ -8,6 +8,7 @@ the first build runs wait for it and answer completely, not with a silent null.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from support.lsp import (
     start,
     write_files,
 )
-from support.repos import FILES, LOOSE, write_repo
+from support.repos import FILES, LOOSE, SHAPES, write_repo
 
 from anchor_ls.index import Index
 from anchor_ls.server.roots import project_root
@@ -234,13 +235,15 @@ async def cold(lsp_client: LanguageClient) -> Any:
     await lsp_client.shutdown_session()
 
 
-async def test_call_hierarchy_sent_at_once_waits_for_the_first_build(
+async def test_call_hierarchy_sent_at_once_on_a_warm_start_waits_for_the_build(
     cold: LanguageClient, tmp_path: Path
 ) -> None:
-    """prepareCallHierarchy right after initialized (a cold build of a few hundred
-    modules is running) answers with the item and its complete callers."""
+    """prepareCallHierarchy right after initialized, while a warm start of a few hundred
+    modules reads its cache, answers with the item and its complete callers: a build from
+    a cache is given GLIMPSE_AFTER seconds before a glimpse would answer."""
     root = tmp_path / "repo"
     write_repo(root)
+    Index(root).build()  # the cache the server's build reads (the user cache, by root)
     ed = await start(cold, root, "neovim")
     last = f"pkg/m{FILES - 1}.py"
     ed.open(last)
@@ -258,7 +261,41 @@ async def test_call_hierarchy_sent_at_once_waits_for_the_first_build(
     assert sorted(c.from_.detail for c in calls) == [f"{last}:Base{FILES - 1}.go"]
     hints = await ed.hints(last)
     assert any(h.position.line == line_of(text, "def run") for h in hints), hints
-    assert not logged(cold, "partial"), "the build fits in the wait: no answer is partial"
+    assert not logged(cold, "partial"), "the warm start fits in the wait: no answer is partial"
+
+
+async def test_a_cold_first_build_answers_the_call_hierarchy_from_a_glimpse(
+    cold: LanguageClient, tmp_path: Path
+) -> None:
+    """While a cold first build runs (here it waits for a slow interpreter's answer), the
+    call hierarchy answers at once from a glimpse, says in the log that it is partial, and
+    lists only callers the build lists too; after the build, all of them."""
+    root = tmp_path / "repo"
+    write_files(root, SHAPES)
+    slow = tmp_path / "slowpython"  # outside the repository, as the user named it
+    slow.write_text(f'#!/bin/sh\nsleep 6\nexec {sys.executable} "$@"\n', encoding="utf-8")
+    slow.chmod(0o755)
+    ed = await start(cold, root, "visual-studio-code", options={"anchorLs": {"python": str(slow)}})
+    ed.open("pkg/shapes.py")
+    answered = await incoming(ed, "pkg/shapes.py", "def area", 4)
+    stats = await ed.command("anchor.stats")
+    assert [f["state"] for f in stats["folders"]] == ["indexing"], "the build had ended"
+    assert answered == ["describe"]  # use.py does not name Shape: the build finds it
+    (said,) = logged(cold, "glimpse")
+    assert "partial" in said and "4 files" in said, said
+    types_at = await cold.text_document_prepare_type_hierarchy_async(
+        types.TypeHierarchyPrepareParams(
+            types.TextDocumentIdentifier(ed.uri("pkg/shapes.py")),
+            pos(ed.text("pkg/shapes.py"), "class Shape", ed.encoding, 6),
+        )
+    )
+    assert types_at and types_at[0].detail == "pkg/shapes.py:Shape"
+    subtypes = await cold.type_hierarchy_subtypes_async(
+        types.TypeHierarchySubtypesParams(types_at[0])
+    )
+    assert [t.detail for t in subtypes or []] == ["pkg/shapes.py:Square"]
+    await ed.ready()
+    assert await incoming(ed, "pkg/shapes.py", "def area", 4) == ["describe", "measure"]
 
 
 def test_a_definition_as_long_as_its_file_is_found_inside_the_module(tmp_path: Path) -> None:

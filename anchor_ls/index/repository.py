@@ -7,7 +7,7 @@ import os
 import pickle
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -96,8 +96,11 @@ class Index(Invalidation):
         workers: int | None = None,
         source_roots: Sequence[str] = (),
         python: str | Path | Environment | None = None,
+        only: Collection[str] | None = None,
     ) -> None:
-        """source_roots: folders absolute imports start from that no file states (relative
+        """only: the relpaths to index of those listed (a glimpse, index/glimpse.py); the
+        source roots are still those of the whole listing, so module names stay the same.
+        source_roots: folders absolute imports start from that no file states (relative
         to root, or absolute inside it); those the files state are found (index/roots.py).
         python: the interpreter whose installed packages the code uses (index/environment.py):
         None for the one anchor-ls runs in; a named one is asked for its search path while
@@ -111,6 +114,7 @@ class Index(Invalidation):
         self._bases_moved: set[str] = set()  # files whose inherits edges an edit moved
         self.exclude = exclude_patterns(exclude)
         self.source_roots = tuple(source_roots)
+        self.only = only
         # The source roots of the last build that pyproject.toml, setup.cfg, pytest's
         # pythonpath and the user state (the module table adds the repository root and those
         # of setup.py and conftest.py files, which come and go with the files).
@@ -141,6 +145,9 @@ class Index(Invalidation):
         self._prefetched = 0  # outlines the last build's prefetch parsed
         self._built: str | None = None  # the fingerprint of the build, until a file changes
         self.lock = threading.RLock()  # serialises mutations
+        # No cache folder was made before this index: its first build parses every file
+        # (a cold start), it cannot find a stored graph.
+        self.cold = not (use_cache and self._cache_made())
 
     @property
     def environment(self) -> Environment:
@@ -235,6 +242,8 @@ class Index(Invalidation):
             else:
                 relpaths.append(item)
         self.roots = self._find_roots(relpaths)
+        if self.only is not None:
+            relpaths = [rel for rel in relpaths if rel in self.only]
         for rel in relpaths:
             data = self._read(rel)
             if data is not None:

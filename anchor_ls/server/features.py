@@ -3,15 +3,22 @@
 A request for a folder whose first build is still running waits for it, up to
 FIRST_BUILD_WAIT seconds (the build puts its graph together at its end, so there
 is nothing to answer from before); past that it answers from what the index knows
-and says in the log that the answer is partial. After the first build each answers
-from what the index knows now (a rebuild serves the old graph until the new one is
-ready) and returns an empty result for a URI, position or item that is not ours.
+and says in the log that the answer is partial. A hierarchy request does not wait that
+long: it is answered from a glimpse (server/glimpses.py), the index of the few files
+that can hold its answer, at once on a cold start and once the build has run
+GLIMPSE_AFTER seconds on a warm one; the log says that answer is partial too. After the
+first build each answers from what the index knows now (a rebuild serves the old graph
+until the new one is ready) and returns an empty result for a URI, position or item that
+is not ours.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,13 +27,22 @@ from lsprotocol.converters import get_converter
 
 from anchor_ls.server import hierarchy, warm
 from anchor_ls.server.folders import READY, Folder
+from anchor_ls.server.glimpses import Glimpses, entity_under
 from anchor_ls.server.hints import resolve_hint
 from anchor_ls.server.lenses import code_lenses, resolve_lens
 from anchor_ls.server.locations import Locator
 from anchor_ls.server.protocol import JsonText
 from anchor_ls.server.server import AnchorServer
+from anchor_ls.tags.policy import is_external
+
+log = logging.getLogger(__name__)
 
 FIRST_BUILD_WAIT = 10.0  # seconds a request waits for its folder's first build
+# Seconds a first build from a cache runs before hierarchy requests take a glimpse rather
+# than wait: a warm start (Django: 1 s) answers completely; a cold one (Django: 30 s) is
+# answered from a glimpse at once.
+GLIMPSE_AFTER = 1.0
+_GLIMPSES_MADE = threading.Lock()
 
 
 def _at(ls: AnchorServer, uri: str, position: types.Position, pick: Any) -> Any:
@@ -79,6 +95,62 @@ def _related(ls: AnchorServer, item: Any, which: str) -> list:
     return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
 
 
+def _glimpses(ls: AnchorServer, folder: Folder) -> Glimpses | None:
+    """Reader thread: the folder's glimpses while its first build runs (None: it has
+    ended)."""
+    with _GLIMPSES_MADE:
+        if folder.glimpses is None and folder.first_build_running():
+            settings = ls.settings
+            folder.glimpses = Glimpses(folder.root, settings.exclude, settings.source_roots)
+        return folder.glimpses
+
+
+def _glimpse_prepare(
+    ls: AnchorServer, uri: str, position: types.Position, types_only: bool
+) -> tuple[int, list] | None:
+    """Reader thread: (files read, the item) for a definition named under the position,
+    from a glimpse of its file as it is on disk (the item the build gives: it is made of
+    that file alone); None when there is none (or the buffer is not the disk's text)."""
+    point = ls.point(uri, position)
+    glimpses = _glimpses(ls, point[0]) if point is not None else None
+    if point is None or glimpses is None:
+        return None
+    _folder, relpath, line, col = point
+    seen = glimpses.of_file(relpath)
+    opened = ls.open_text(uri)
+    if seen.index is None or (
+        opened is not None and opened[0].encode() != seen.index.source(relpath)
+    ):
+        return None
+    entity = entity_under(seen, relpath, line, col)
+    if entity is None or (types_only and entity.kind != "class"):
+        return None
+    # what a client asks next: the glimpse for it is begun now, on another reader
+    ls.readers.submit(glimpses.for_request, entity.id, "subtypes" if types_only else "incoming")
+    where = Locator(seen, ls.encoding)
+    item = hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
+    return seen.stats.files if seen.stats else 0, [item]
+
+
+def _glimpse_related(ls: AnchorServer, item: Any, which: str) -> tuple[int, list] | None:
+    """Reader thread: (files read, the answer) of a related request from a glimpse."""
+    where = ls.locate(item.uri)
+    data = item.data if isinstance(item.data, dict) else {}
+    entity_id = data.get("id")
+    glimpses = _glimpses(ls, where[0]) if where is not None else None
+    if glimpses is None or not isinstance(entity_id, str) or is_external(entity_id):
+        return None
+    seen = glimpses.for_request(entity_id, which)
+    entity = seen.graph.entity(entity_id) if seen.graph is not None else None
+    if entity is None or seen.index is None:
+        return None
+    if which in ("incoming", "outgoing"):
+        found = hierarchy.call_links(seen, entity, ls.encoding, which == "incoming")
+    else:
+        found = hierarchy.related_types(seen, entity, ls.encoding, which == "supertypes")
+    return seen.stats.files if seen.stats else 0, found
+
+
 def _resolve_hint(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint | JsonText:
     data = hint.data if isinstance(hint.data, dict) else {}
     uri, entity_id = data.get("uri"), data.get("id")
@@ -110,20 +182,59 @@ def _resolve(ls: AnchorServer, lens: types.CodeLens) -> types.CodeLens:
     return resolve_lens(where[0], lens, ls.encoding)
 
 
-async def _indexed(ls: AnchorServer, uri: str, what: str) -> None:
-    """Wait (bounded) for the first build of the folder of uri; log a partial answer."""
+async def _indexed(
+    ls: AnchorServer,
+    uri: str,
+    what: str,
+    glimpse: Callable[..., tuple[int, Any] | None] | None = None,
+    *args: Any,
+    exact: bool = False,
+) -> Any:
+    """Wait (bounded) for the first build of the folder of uri; log a partial answer.
+
+    With a glimpse: glimpse(*args) is begun at once on a reader, and its answer (files
+    read, answer) is returned if it comes before the build ends: at once on a cold start,
+    on a warm one (a cache was made before) once the build has run GLIMPSE_AFTER seconds.
+    An answer not `exact` is logged as partial. None: answer from the folder's graph."""
     where = ls.locate(uri) if isinstance(uri, str) else None
     waiter = where[0].first_build() if where is not None else None
     if where is None or waiter is None:
-        return
+        return None
+    folder, relpath = where
+    deadline = time.monotonic() + FIRST_BUILD_WAIT
+    if glimpse is not None:
+        early = asyncio.ensure_future(ls.read(glimpse, *args))
+        early.add_done_callback(lambda f: f.cancelled() or f.exception())  # seen either way
+        await asyncio.wait(
+            {waiter, early}, timeout=FIRST_BUILD_WAIT, return_when=asyncio.FIRST_COMPLETED
+        )
+        since = folder.building_since
+        if not waiter.done() and since is not None and not getattr(folder.index, "cold", False):
+            await asyncio.wait(
+                {waiter}, timeout=max(0.0, GLIMPSE_AFTER - (time.monotonic() - since))
+            )
+        if early.done() and not waiter.done() and early.exception() is not None:
+            log.error("a glimpse for %s failed", what, exc_info=early.exception())
+        elif early.done() and not waiter.done() and early.result() is not None:
+            files, answer = early.result()
+            if not exact:
+                ls.log_to_client(
+                    f"anchor-ls: {what} for {relpath} answered from a partial index: a glimpse "
+                    f"of {files} files, while {folder.root} is indexed for the first time "
+                    "(calls whose receivers get their type in other files come with the whole "
+                    "index)",
+                    types.MessageType.Info,
+                )
+            return answer
     try:
-        await asyncio.wait_for(waiter, FIRST_BUILD_WAIT)
+        await asyncio.wait_for(waiter, max(0.0, deadline - time.monotonic()))
     except TimeoutError:
         ls.log_to_client(
-            f"anchor-ls: {what} for {where[1]} answered from a partial index: "
-            f"{where[0].root} is still being indexed after {FIRST_BUILD_WAIT:g} s",
+            f"anchor-ls: {what} for {relpath} answered from a partial index: "
+            f"{folder.root} is still being indexed after {FIRST_BUILD_WAIT:g} s",
             types.MessageType.Warning,
         )
+    return None
 
 
 async def _settled(ls: AnchorServer, uri: str) -> None:
@@ -150,9 +261,12 @@ RELATED = {
 
 def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
     async def prepare(ls: AnchorServer, params: Any) -> list | None:
-        await _indexed(
-            ls, params.text_document.uri, "type hierarchy" if types_only else "call hierarchy"
+        uri, what = params.text_document.uri, "type hierarchy" if types_only else "call hierarchy"
+        early = await _indexed(
+            ls, uri, what, _glimpse_prepare, ls, uri, params.position, types_only, exact=True
         )
+        if early is not None:
+            return early
         await _settled(ls, params.text_document.uri)  # the position is in the buffer's text
         return await ls.read(_prepare, ls, params.text_document.uri, params.position, types_only)
 
@@ -161,7 +275,10 @@ def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
 
 def _related_handler(which: str) -> Callable[..., Awaitable[list]]:
     async def related(ls: AnchorServer, params: Any) -> list:
-        await _indexed(ls, params.item.uri, f"{which} of {params.item.name}")
+        what = f"{which} of {params.item.name}"
+        early = await _indexed(ls, params.item.uri, what, _glimpse_related, ls, params.item, which)
+        if early is not None:
+            return early
         await _settled(ls, params.item.uri)
         return await ls.read(_related, ls, params.item, which)
 

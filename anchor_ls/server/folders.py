@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -116,6 +117,9 @@ class Folder:
         self.hints_saved_for: Index | None = None
         self._views: dict[str, tuple[str, SourceView]] = {}  # relpath -> (content hash, view)
         self._built = False  # the first build has ended (ready or failed)
+        self.building_since: float | None = None  # time.monotonic() the first build began
+        # hierarchy answers until the first build ends (server/glimpses.py Glimpses)
+        self.glimpses: Any = None
         self._built_lock = threading.Lock()
         self._built_waiters: list[asyncio.Future[None]] = []
 
@@ -138,10 +142,15 @@ class Folder:
             self._built_waiters.append(waiter)
             return waiter
 
+    def first_build_running(self) -> bool:
+        with self._built_lock:
+            return not self._built
+
     def _first_build_ended(self) -> None:
         with self._built_lock:
             self._built, waiters = True, self._built_waiters
             self._built_waiters = []
+            self.glimpses = None
         for waiter in waiters:
             waiter.get_loop().call_soon_threadsafe(_wake, waiter)
 
@@ -196,6 +205,8 @@ class Folder:
         """(Re)create the Index and build it; the old graph serves until the new one is ready."""
         self.state = INDEXING
         self.error = None
+        if self.building_since is None:
+            self.building_since = time.monotonic()
         self.hints.begin_change()
         try:
             self._build(settings, shared_cache, progress)

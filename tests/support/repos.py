@@ -33,3 +33,28 @@ LOOSE = {
         "def twice():\n    return area(4, 4)\n"
     ),
 }
+
+
+# Glimpses (tests/test_glimpse.py, test_server_first_contact.py): `Shape.area` is called
+# where Shape is named (report.py) and, through a factory's return
+# value, where it is not (use.py): only the build sees that one.
+SHAPES = {
+    "pkg/__init__.py": "",
+    "pkg/shapes.py": (
+        "class Shape:\n"
+        "    def area(self):\n"
+        "        return 0\n"
+        "\n\n"
+        "class Square(Shape):\n"
+        "    def area(self):\n"
+        "        return 4\n"
+    ),
+    "pkg/report.py": (
+        "from pkg.shapes import Shape\n\n\ndef describe():\n    return Shape().area()\n"
+    ),
+    "pkg/factory.py": "from pkg.shapes import Shape\n\n\ndef make():\n    return Shape()\n",
+    "pkg/use.py": "from pkg.factory import make\n\n\ndef measure():\n    return make().area()\n",
+    "tools/__init__.py": "",
+    "tools/area.py": "def area():\n    return 1\n\n\ndef run():\n    return area()\n",
+    "conftest.py": "",
+}

@@ -1,0 +1,78 @@
+"""Hierarchy answers from glimpses (index/glimpse.py) while a folder's first build runs.
+
+A cold build of a large repository has no graph for tens of seconds; a call or type
+hierarchy asked meanwhile is answered from the index of the few files that can hold
+its answer. Each glimpse is made once per build, on a reader thread, and they are
+dropped with the first build's end: from then on the folder's own graph answers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from anchor_ls.index import Entity
+from anchor_ls.index.glimpse import Corpus, glimpse, used_scope, users_scope
+from anchor_ls.index.model import path_of
+from anchor_ls.server.folders import READY, Folder
+
+# What a request asks, and the scope that answers it: who uses the entity, or what it uses.
+USERS = ("incoming", "subtypes")
+
+
+class Glimpses:
+    """The glimpses of one folder during its first build (reader threads; one at a time)."""
+
+    def __init__(self, root: Path, exclude: Sequence[str], source_roots: Sequence[str]) -> None:
+        self.root = root
+        self.exclude = tuple(exclude)
+        self.source_roots = tuple(source_roots)
+        self._lock = threading.Lock()
+        self._corpus: Corpus | None = None
+        self._made: dict[frozenset[str], Folder] = {}
+
+    def of_file(self, relpath: str) -> Folder:
+        """A glimpse of one file (its own definitions: enough to name the one under a
+        cursor)."""
+        return self._of(lambda corpus: users_scope(corpus, relpath))
+
+    def for_request(self, entity_id: str, which: str) -> Folder:
+        """A glimpse that answers `which` (incoming, outgoing, supertypes, subtypes) of
+        entity_id."""
+        if which in USERS:
+            return self._of(lambda corpus: users_scope(corpus, entity_id))
+        own = self.of_file(path_of(entity_id))
+        entity = own.graph.entity(entity_id) if own.graph is not None else None
+        text = b""
+        if entity is not None and own.index is not None:
+            lines = (own.index.source(entity.path) or b"").splitlines(keepends=True)
+            text = b"".join(lines[entity.start_line - 1 : entity.end_line])
+        return self._of(lambda corpus: used_scope(corpus, entity_id, text))
+
+    def _of(self, scope_of: Callable[[Corpus], frozenset[str]]) -> Folder:
+        with self._lock:
+            if self._corpus is None:
+                self._corpus = Corpus.read(self.root, self.exclude)
+            scope = scope_of(self._corpus)
+            found = self._made.get(scope)
+            if found is None:
+                found = Folder("", self.root, origin="glimpse")
+                found.index = glimpse(
+                    self.root, scope, exclude=self.exclude, source_roots=self.source_roots
+                )
+                found.stats = found.index.stats()
+                found.state = READY
+                self._made[scope] = found
+            return found
+
+
+def entity_under(folder: Folder, relpath: str, line: int, col: int) -> Entity | None:
+    """The definition whose name is under (line, col) in a glimpse: elsewhere a call may
+    be under the cursor, and what it calls may be in a file the glimpse did not read."""
+    graph = folder.graph
+    entity = graph.entity_at(relpath, line) if graph is not None else None
+    if entity is None or entity.kind == "module":
+        return None
+    sl, sc, el, ec = entity.name_span
+    return entity if (sl, sc) <= (line, col) <= (el, ec) else None
