@@ -8,6 +8,7 @@ the first build runs wait for it and answer completely, not with a silent null.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -243,7 +244,8 @@ async def test_call_hierarchy_sent_at_once_on_a_warm_start_waits_for_the_build(
     a cache is given GLIMPSE_AFTER seconds before a glimpse would answer."""
     root = tmp_path / "repo"
     write_repo(root)
-    Index(root).build()  # the cache the server's build reads (the user cache, by root)
+    # the cache the server's build reads, made under the same environment (the CLI's)
+    subprocess.run([sys.executable, "-m", "anchor_ls", "index", str(root), "-q"], check=True)
     ed = await start(cold, root, "neovim")
     last = f"pkg/m{FILES - 1}.py"
     ed.open(last)
@@ -273,7 +275,7 @@ async def test_a_cold_first_build_answers_the_call_hierarchy_from_a_glimpse(
     root = tmp_path / "repo"
     write_files(root, SHAPES)
     slow = tmp_path / "slowpython"  # outside the repository, as the user named it
-    slow.write_text(f'#!/bin/sh\nsleep 6\nexec {sys.executable} "$@"\n', encoding="utf-8")
+    slow.write_text(f'#!/bin/sh\nsleep 5\nexec {sys.executable} "$@"\n', encoding="utf-8")
     slow.chmod(0o755)
     ed = await start(cold, root, "visual-studio-code", options={"anchorLs": {"python": str(slow)}})
     ed.open("pkg/shapes.py")

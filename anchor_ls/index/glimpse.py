@@ -5,9 +5,10 @@ A cold build of a large repository takes tens of seconds before its graph exists
 (Django: about 30 s on 2 cores), and a call hierarchy asked meanwhile would wait for all
 of it. But a call of `QuerySet.filter` is written in a file that names `filter`, and a
 subclass of `QuerySet` in a file that names `QuerySet`. A glimpse indexes those files
-(for a method, those that also name its class or its module), the entity's own file and
-the package `__init__` files imports pass through, with the same binder and no
-environment: a second or so where the build takes half a minute.
+(for a method, those that also name its class), the entity's own file and the package
+`__init__` files imports pass through, with the same binder and no environment: for
+`QuerySet.filter`, 72 files in 2 s alone and 4 s beside the build, where the build takes
+half a minute.
 
 Its answer is partial, and the server says so: a call whose receiver gets its type in a
 file the scope left out is not found, and the build's answer replaces it. A smaller
@@ -29,9 +30,8 @@ from anchor_ls.index.repository import Index
 from anchor_ls.index.roots import states_a_root
 from anchor_ls.syntax.source import MAX_FILE_BYTES
 
-# Files a glimpse reads beyond the entity's own: a name every other file uses (`get`,
-# `__init__`) would otherwise make it the whole build. Those naming the entity's class
-# or module come first.
+# Files a glimpse reads beyond the entity's own and the packages': a function named as
+# every other file names something (`get`, `run`) would otherwise make it the whole build.
 GLIMPSE_FILES = 300
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -80,13 +80,6 @@ def _name_parts(entity_id: str) -> tuple[str, str | None, str | None]:
     return path, parts[-1], parts[-2] if len(parts) > 1 else None
 
 
-def _stem(path: str) -> str:
-    """The module's own name: `query` for django/db/models/query.py, `models` for
-    django/db/models/__init__.py."""
-    parts = path[: -len(".py")].split("/")
-    return parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
-
-
 def _complete(corpus: Corpus, own: str, chosen: Iterable[str]) -> frozenset[str]:
     """own, chosen (the first GLIMPSE_FILES of them), the `__init__.py` of every package
     they are in (what imports pass through) and the files that state source roots."""
@@ -108,7 +101,7 @@ def _complete(corpus: Corpus, own: str, chosen: Iterable[str]) -> frozenset[str]
 
 def users_scope(corpus: Corpus, entity_id: str) -> frozenset[str]:
     """The files a glimpse reads for what calls, references or subclasses an entity: those
-    that name it (a method's, and those that also name its class or module first)."""
+    that name it (a method: its name and its class's; a constructor: its class's)."""
     path, name, holder = _name_parts(entity_id)
     if name is None:
         return _complete(corpus, path, ())

@@ -208,8 +208,9 @@ async def _indexed(
         await asyncio.wait(
             {waiter, early}, timeout=FIRST_BUILD_WAIT, return_when=asyncio.FIRST_COMPLETED
         )
-        since = folder.building_since
-        if not waiter.done() and since is not None and not getattr(folder.index, "cold", False):
+        index = folder.index
+        if not waiter.done() and not (index is not None and index.cold):
+            since = folder.building_since or time.monotonic()  # or it has not begun yet
             await asyncio.wait(
                 {waiter}, timeout=max(0.0, GLIMPSE_AFTER - (time.monotonic() - since))
             )
