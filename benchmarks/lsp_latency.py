@@ -478,6 +478,8 @@ async def main() -> None:
     )
     args = parser.parse_args()
     root = args.root.resolve()
+    # the server takes a relative cacheDir from the folder's root, not from here
+    args.cache = args.cache.resolve()
     if not (root / "django").is_dir():
         raise SystemExit(f"{root} is not an unpacked Django sdist; see the module docstring")
     if args.cold:

@@ -125,8 +125,8 @@ def _glimpse_prepare(
     entity = entity_under(seen, relpath, line, col)
     if entity is None or (types_only and entity.kind != "class"):
         return None
-    # what a client asks next: the glimpse for it is begun now, on another reader
-    ls.readers.submit(glimpses.for_request, entity.id, "subtypes" if types_only else "incoming")
+    # what a client asks next: the glimpse for it is made next
+    ls.glimpser.submit(glimpses.for_request, entity.id, "subtypes" if types_only else "incoming")
     where = Locator(seen, ls.encoding)
     item = hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
     return seen.stats.files if seen.stats else 0, [item]
@@ -202,18 +202,14 @@ async def _indexed(
         return None
     folder, relpath = where
     deadline = time.monotonic() + FIRST_BUILD_WAIT
-    if glimpse is not None:
-        early = asyncio.ensure_future(ls.read(glimpse, *args))
+    if glimpse is not None and await _glimpse_now(folder, waiter, deadline):
+        early = asyncio.ensure_future(ls.loop.run_in_executor(ls.glimpser, glimpse, *args))
         early.add_done_callback(lambda f: f.cancelled() or f.exception())  # seen either way
         await asyncio.wait(
-            {waiter, early}, timeout=FIRST_BUILD_WAIT, return_when=asyncio.FIRST_COMPLETED
+            {waiter, early},
+            timeout=max(0.0, deadline - time.monotonic()),
+            return_when=asyncio.FIRST_COMPLETED,
         )
-        index = folder.index
-        if not waiter.done() and not (index is not None and index.cold):
-            since = folder.building_since or time.monotonic()  # or it has not begun yet
-            await asyncio.wait(
-                {waiter}, timeout=max(0.0, GLIMPSE_AFTER - (time.monotonic() - since))
-            )
         if early.done() and not waiter.done() and early.exception() is not None:
             log.error("a glimpse for %s failed", what, exc_info=early.exception())
         elif early.done() and not waiter.done() and early.result() is not None:
@@ -236,6 +232,23 @@ async def _indexed(
             types.MessageType.Warning,
         )
     return None
+
+
+async def _glimpse_now(folder: Folder, waiter: asyncio.Future[None], deadline: float) -> bool:
+    """Whether a glimpse should answer: at once on a cold start (no cache was made
+    before); on a warm one (or while it is not known yet) only once the build has run
+    GLIMPSE_AFTER seconds, so that a build about to end answers completely and glimpses
+    do not slow it meanwhile. False: the build ended first, or the deadline passed."""
+    while not waiter.done() and time.monotonic() < deadline:
+        index = folder.index
+        if index is not None and index.cold:
+            return True
+        since = folder.building_since
+        left = GLIMPSE_AFTER - (time.monotonic() - since) if since is not None else GLIMPSE_AFTER
+        if left <= 0:
+            return True
+        await asyncio.wait({waiter}, timeout=min(left, 0.05))
+    return False
 
 
 async def _settled(ls: AnchorServer, uri: str) -> None:

@@ -64,6 +64,9 @@ class AnchorServer(LanguageServer):
         self.configured = asyncio.Event()  # initialized has the client's settings (lifecycle)
         self.indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="anchor-index")
         self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="anchor-read")
+        # glimpses (server/glimpses.py), one at a time: a glimpse takes seconds, and the
+        # readers must stay free for the requests the build's graph answers
+        self.glimpser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="anchor-glimpse")
         self._pending_text: dict[str, str] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._settled: dict[str, asyncio.Future[None]] = {}
@@ -471,6 +474,7 @@ class AnchorServer(LanguageServer):
             waiter.cancel()
         self.indexer.shutdown(wait=False, cancel_futures=True)
         self.readers.shutdown(wait=False, cancel_futures=True)
+        self.glimpser.shutdown(wait=False, cancel_futures=True)
 
 
 def _apply_buffer(folder: Folder, relpath: str, text: str) -> set[str]:
