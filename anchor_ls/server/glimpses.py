@@ -31,27 +31,37 @@ class Glimpses:
         self._lock = threading.Lock()
         self._corpus: Corpus | None = None
         self._made: dict[frozenset[str], Folder] = {}
+        # (what, id) -> its glimpse: a scope is found by reading every file's text, and a
+        # client asks the same again and again while the build runs
+        self._asked: dict[tuple[str, str], Folder] = {}
 
     def of_file(self, relpath: str) -> Folder:
         """A glimpse of one file (its own definitions: enough to name the one under a
         cursor)."""
-        return self._of(lambda corpus: users_scope(corpus, relpath))
+        return self._of(("file", relpath), lambda corpus: users_scope(corpus, relpath))
 
     def for_request(self, entity_id: str, which: str) -> Folder:
         """A glimpse that answers `which` (incoming, outgoing, supertypes, subtypes) of
         entity_id."""
         if which in USERS:
-            return self._of(lambda corpus: users_scope(corpus, entity_id))
+            return self._of(("users", entity_id), lambda corpus: users_scope(corpus, entity_id))
+        with self._lock:
+            found = self._asked.get(("used", entity_id))
+        if found is not None:
+            return found
         own = self.of_file(path_of(entity_id))
         entity = own.graph.entity(entity_id) if own.graph is not None else None
         text = b""
         if entity is not None and own.index is not None:
             lines = (own.index.source(entity.path) or b"").splitlines(keepends=True)
             text = b"".join(lines[entity.start_line - 1 : entity.end_line])
-        return self._of(lambda corpus: used_scope(corpus, entity_id, text))
+        return self._of(("used", entity_id), lambda corpus: used_scope(corpus, entity_id, text))
 
-    def _of(self, scope_of: Callable[[Corpus], frozenset[str]]) -> Folder:
+    def _of(self, key: tuple[str, str], scope_of: Callable[[Corpus], frozenset[str]]) -> Folder:
         with self._lock:
+            asked = self._asked.get(key)
+            if asked is not None:
+                return asked
             if self._corpus is None:
                 self._corpus = Corpus.read(self.root, self.exclude)
             scope = scope_of(self._corpus)
@@ -64,6 +74,7 @@ class Glimpses:
                 found.stats = found.index.stats()
                 found.state = READY
                 self._made[scope] = found
+            self._asked[key] = found
             return found
 
 
