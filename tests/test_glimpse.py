@@ -73,6 +73,33 @@ def test_a_glimpse_finds_the_callers_its_files_hold_and_the_build_the_rest(
     ]
 
 
+# `A(B, C)`: `self.run()` in A is B.run, which C's glimpse must not take for C.run.
+BASES = {
+    "pkg/__init__.py": "",
+    "pkg/b.py": "from pkg.root import Root\n\n\nclass B(Root):\n    pass\n",
+    "pkg/root.py": "class Root:\n    def run(self):\n        return 1\n",
+    "pkg/c.py": "class C:\n    def run(self):\n        return 2\n",
+    "pkg/a.py": (
+        "from pkg.b import B\nfrom pkg.c import C\n\n\n"
+        "class A(B, C):\n    def x(self):\n        return self.run()\n"
+    ),
+    "pkg/other.py": "class Other(Unrelated):\n    pass\n",
+}
+
+
+def test_a_glimpse_reads_the_other_bases_of_the_classes_that_reach_the_method(
+    tmp_path: Path,
+) -> None:
+    """b.py and root.py name no `run` call nor C, but A's lookup passes B and Root first."""
+    write_files(tmp_path, BASES)
+    corpus = Corpus.read(tmp_path)
+    scope = users_scope(corpus, "pkg/c.py:C.run")
+    assert scope == {"pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/c.py", "pkg/root.py"}
+    seen = glimpse(tmp_path, scope, exclude=(), source_roots=())
+    assert seen.graph.into(CALLS, "pkg/c.py:C.run") == []
+    assert seen.graph.into(CALLS, "pkg/root.py:Root.run") == ["pkg/a.py:A.x"]
+
+
 STDLIB_SLICE = ("email", "json")
 
 

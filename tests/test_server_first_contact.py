@@ -300,21 +300,6 @@ async def test_a_cold_first_build_answers_the_call_hierarchy_from_a_glimpse(
         types.TypeHierarchySupertypesParams(subtypes[0])
     )
     assert [t.detail for t in supertypes or []] == ["pkg/shapes.py:Shape"]
-    ed.open("pkg/report.py")
-    (describe,) = await cold.text_document_prepare_call_hierarchy_async(
-        types.CallHierarchyPrepareParams(
-            types.TextDocumentIdentifier(ed.uri("pkg/report.py")),
-            pos(ed.text("pkg/report.py"), "def describe", ed.encoding, 4),
-        )
-    ) or [None]
-    assert describe is not None
-    callees = await cold.call_hierarchy_outgoing_calls_async(
-        types.CallHierarchyOutgoingCallsParams(describe)
-    )
-    assert sorted(c.to.detail for c in callees) == [
-        "pkg/shapes.py:Shape",
-        "pkg/shapes.py:Shape.area",
-    ]
     stats = await ed.command("anchor.stats")
     assert [f["state"] for f in stats["folders"]] == ["indexing"], "the build had ended"
     await ed.ready()

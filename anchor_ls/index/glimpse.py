@@ -19,7 +19,7 @@ program is resolved with fewer facts, so a glimpse holds no edge the build leave
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,8 @@ from anchor_ls.syntax.source import MAX_FILE_BYTES
 # every other file names something (`get`, `run`) would otherwise make it the whole build.
 GLIMPSE_FILES = 300
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# `class Name(bases):` up to its colon, over lines (no nested parentheses in the bases)
+_CLASS_HEADER = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:", re.M)
 
 
 @dataclass
@@ -59,14 +61,15 @@ class Corpus:
         patterns = [re.compile(rb"\b%s\b" % re.escape(w.encode())) for w in words]
         return [rel for rel, text in self.texts.items() if all(p.search(text) for p in patterns)]
 
-    def defining(self, names: Iterable[str]) -> list[str]:
-        """The files with a `def` or `class` statement of any of `names`."""
+    def defining(self, names: Iterable[str], statement: bytes = b"def|class") -> list[str]:
+        """The files with a `def` or `class` statement (or those `statement` says) of any
+        of `names`."""
         wanted = sorted(set(names))
         if not wanted:
             return []
         alternatives = b"|".join(re.escape(n.encode()) for n in wanted)
-        statement = rb"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(?:%s)\b" % alternatives
-        pattern = re.compile(statement, re.M)
+        line = rb"^[ \t]*(?:async[ \t]+)?(?:%s)[ \t]+(?:%s)\b" % (statement, alternatives)
+        pattern = re.compile(line, re.M)
         return [rel for rel, text in self.texts.items() if pattern.search(text)]
 
 
@@ -80,44 +83,100 @@ def _name_parts(entity_id: str) -> tuple[str, str | None, str | None]:
     return path, parts[-1], parts[-2] if len(parts) > 1 else None
 
 
-def _complete(corpus: Corpus, own: str, chosen: Iterable[str]) -> frozenset[str]:
-    """own, chosen (the first GLIMPSE_FILES of them), the `__init__.py` of every package
-    they are in (what imports pass through) and the files that state source roots."""
+def _complete(corpus: Corpus, own: str, chosen: Iterable[str]) -> set[str]:
+    """own, chosen (the first GLIMPSE_FILES of them) and the files that state source roots."""
     files = {own}
     for rel in chosen:
         if len(files) > GLIMPSE_FILES:
             break
         files.add(rel)
     files.update(rel for rel in corpus.texts if states_a_root(rel))
-    for rel in list(files):
+    return files
+
+
+def _packaged(corpus: Corpus, files: set[str]) -> frozenset[str]:
+    """files and the `__init__.py` of every package they are in: what imports pass through."""
+    found = set(files)
+    for rel in files:
         parts = rel.split("/")[:-1]
         while parts:
-            package = "/".join(parts) + "/__init__.py"
-            if package in corpus.texts:
-                files.add(package)
+            found.add("/".join(parts) + "/__init__.py")
             parts.pop()
-    return frozenset(rel for rel in files if rel in corpus.texts)
+    return frozenset(rel for rel in found if rel in corpus.texts)
+
+
+def _with_other_bases(corpus: Corpus, files: set[str], holder: str) -> set[str]:
+    """files and those that define the other bases of the classes in them that derive from
+    `holder`, and those bases' own bases, by name.
+
+    A method is looked up along the MRO: a class derived from holder whose other base the
+    glimpse did not read would find the name in holder, where the build may find it in
+    that base first (`class A(B, Holder)`: `self.run()` is B.run). Classes not derived
+    from holder never reach its methods, so their bases are not needed."""
+    headers = [
+        (m.group(1), list(_base_names(m.group(2))))
+        for rel in files
+        for m in _CLASS_HEADER.finditer(corpus.texts.get(rel, b""))
+    ]
+    derived = {holder.encode()}
+    grown = True
+    while grown:
+        grown = False
+        for name, bases in headers:
+            if name not in derived and derived.intersection(bases):
+                derived.add(name)
+                grown = True
+    wanted = {b for name, bases in headers if name in derived for b in bases} - derived
+    found, seen = set(files), set()
+    while wanted and len(found) <= 2 * GLIMPSE_FILES:
+        seen |= wanted
+        added = set(corpus.defining((w.decode() for w in wanted), statement=b"class")) - found
+        found |= added
+        wanted = {b for rel in added for _n, b in _headers(corpus.texts[rel])} - seen
+    return found
+
+
+def _headers(text: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """(class name, base name) of every class statement of text and each of its bases."""
+    for match in _CLASS_HEADER.finditer(text):
+        for base in _base_names(match.group(2)):
+            yield match.group(1), base
+
+
+def _base_names(bases: bytes) -> Iterator[bytes]:
+    """The last names of a class statement's bases (`Model` of `models.Model`), keyword
+    arguments (`metaclass=`) and subscripts left out."""
+    for base in bases.split(b","):
+        base = base.split(b"[")[0].strip()
+        if base and b"=" not in base:
+            name = base.rsplit(b".", 1)[-1].strip()
+            if _IDENTIFIER.fullmatch(name):
+                yield name
 
 
 def users_scope(corpus: Corpus, entity_id: str) -> frozenset[str]:
     """The files a glimpse reads for what calls, references or subclasses an entity: those
-    that name it (a method: its name and its class's; a constructor: its class's)."""
+    that name it (a method: its name and its class's; a constructor: its class's), with
+    the bases a method's lookups pass (_with_other_bases)."""
     path, name, holder = _name_parts(entity_id)
     if name is None:
-        return _complete(corpus, path, ())
+        return _packaged(corpus, _complete(corpus, path, ()))
     if name == "__init__" and holder is not None:  # called as its class
         name, holder = holder, None
     if holder is None:
-        return _complete(corpus, path, corpus.naming(name))
-    return _complete(corpus, path, corpus.naming(name, holder))
+        return _packaged(corpus, _complete(corpus, path, corpus.naming(name)))
+    files = _complete(corpus, path, corpus.naming(name, holder))
+    return _packaged(corpus, _with_other_bases(corpus, files, holder))
 
 
 def used_scope(corpus: Corpus, entity_id: str, text: bytes) -> frozenset[str]:
-    """The files a glimpse reads for what an entity calls or derives from: those that
-    define a name its text (`text`: its source) uses."""
+    """The files a glimpse reads for what a class derives from: those that define a name
+    its text (`text`: its source) uses. Not for what a function calls: a receiver's class
+    may be anywhere, and one whose base the glimpse did not read finds a method in its
+    next base, where the build may find it in the one left out."""
     path = path_of(entity_id)
     names = {m.group().decode() for m in _IDENTIFIER.finditer(text)}
-    return _complete(corpus, path, corpus.defining(names))
+    return _packaged(corpus, _complete(corpus, path, corpus.defining(names)))
 
 
 def glimpse(

@@ -140,12 +140,14 @@ def _glimpse_related(ls: AnchorServer, item: Any, which: str) -> tuple[int, list
     glimpses = _glimpses(ls, where[0]) if where is not None else None
     if glimpses is None or not isinstance(entity_id, str) or is_external(entity_id):
         return None
+    if which == "outgoing":  # its receivers' classes could be anywhere: see used_scope
+        return None
     seen = glimpses.for_request(entity_id, which)
     entity = seen.graph.entity(entity_id) if seen.graph is not None else None
     if entity is None or seen.index is None:
         return None
-    if which in ("incoming", "outgoing"):
-        found = hierarchy.call_links(seen, entity, ls.encoding, which == "incoming")
+    if which == "incoming":
+        found = hierarchy.call_links(seen, entity, ls.encoding, incoming=True)
     else:
         found = hierarchy.related_types(seen, entity, ls.encoding, which == "supertypes")
     return seen.stats.files if seen.stats else 0, found

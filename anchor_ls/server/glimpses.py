@@ -41,8 +41,7 @@ class Glimpses:
         return self._of(("file", relpath), lambda corpus: users_scope(corpus, relpath))
 
     def for_request(self, entity_id: str, which: str) -> Folder:
-        """A glimpse that answers `which` (incoming, outgoing, supertypes, subtypes) of
-        entity_id."""
+        """A glimpse that answers `which` (incoming, supertypes, subtypes) of entity_id."""
         if which in USERS:
             return self._of(("users", entity_id), lambda corpus: users_scope(corpus, entity_id))
         with self._lock:
