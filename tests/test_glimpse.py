@@ -12,10 +12,12 @@ import shutil
 import sysconfig
 from pathlib import Path
 
+import pytest
 from support.lsp import write_files
 from support.repos import SHAPES
 
 from anchor_ls.index import CALLS, INHERITS, Index
+from anchor_ls.index import glimpse as glimpse_module
 from anchor_ls.index.glimpse import Corpus, glimpse, used_scope, users_scope
 
 
@@ -100,6 +102,20 @@ def test_a_glimpse_reads_the_other_bases_of_the_classes_that_reach_the_method(
     assert seen.graph.into(CALLS, "pkg/root.py:Root.run") == ["pkg/a.py:A.x"]
 
 
+def test_a_method_whose_lookups_pass_too_many_bases_gets_no_glimpse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past twice GLIMPSE_FILES files of bases, no scope: a glimpse without them could
+    list a call the build does not, and the server waits for the build instead."""
+    write_files(tmp_path, BASES)
+    corpus = Corpus.read(tmp_path)
+    monkeypatch.setattr(glimpse_module, "GLIMPSE_FILES", 1)  # a.py, c.py, b.py: over 2
+    assert users_scope(corpus, "pkg/c.py:C.run") is None
+    assert users_scope(corpus, "pkg/root.py:Root.run") is not None  # no class derives from it
+    monkeypatch.setattr(glimpse_module, "GLIMPSE_FILES", 2)
+    assert users_scope(corpus, "pkg/c.py:C.run") is not None
+
+
 STDLIB_SLICE = ("email", "json")
 
 
@@ -125,6 +141,7 @@ def test_glimpses_of_the_standard_library_hold_nothing_the_build_leaves_out(
     for relation, ids in ((CALLS, called), (INHERITS, derived)):
         for entity_id in ids:
             scope = users_scope(corpus, entity_id)
+            assert scope is not None  # never too many bases here
             seen = glimpse(tmp_path, scope, exclude=(), source_roots=()).graph
             found = set(seen.into(relation, entity_id))
             expected = set(graph.into(relation, entity_id))

@@ -108,9 +108,10 @@ def _packaged(corpus: Corpus, files: set[str]) -> frozenset[str]:
     return frozenset(rel for rel in found if rel in corpus.texts)
 
 
-def _with_other_bases(corpus: Corpus, files: set[str], holder: str) -> set[str]:
+def _with_other_bases(corpus: Corpus, files: set[str], holder: str) -> set[str] | None:
     """files and those that define the other bases of the classes in them that derive from
-    `holder`, and those bases' own bases, by name.
+    `holder`, and those bases' own bases, by name; None when they are more than twice
+    GLIMPSE_FILES (a glimpse without all of them could list a call the build does not).
 
     A method is looked up along the MRO: a class derived from holder whose other base the
     glimpse did not read would find the name in holder, where the build may find it in
@@ -131,7 +132,9 @@ def _with_other_bases(corpus: Corpus, files: set[str], holder: str) -> set[str]:
                 grown = True
     wanted = {b for name, bases in headers if name in derived for b in bases} - derived
     found, seen = set(files), set()
-    while wanted and len(found) <= 2 * GLIMPSE_FILES:
+    while wanted:
+        if len(found) > 2 * GLIMPSE_FILES:
+            return None
         seen |= wanted
         added = set(corpus.defining((w.decode() for w in wanted), statement=b"class")) - found
         found |= added
@@ -157,10 +160,10 @@ def _base_names(bases: bytes) -> Iterator[bytes]:
                 yield name
 
 
-def users_scope(corpus: Corpus, entity_id: str) -> frozenset[str]:
+def users_scope(corpus: Corpus, entity_id: str) -> frozenset[str] | None:
     """The files a glimpse reads for what calls, references or subclasses an entity: those
     that name it (a method: its name and its class's; a constructor: its class's), with
-    the bases a method's lookups pass (_with_other_bases)."""
+    the bases a method's lookups pass (_with_other_bases); None: too many of those."""
     path, name, holder = _name_parts(entity_id)
     if name is None:
         return _packaged(corpus, _complete(corpus, path, ()))
@@ -168,8 +171,8 @@ def users_scope(corpus: Corpus, entity_id: str) -> frozenset[str]:
         name, holder = holder, None
     if holder is None:
         return _packaged(corpus, _complete(corpus, path, corpus.naming(name)))
-    files = _complete(corpus, path, corpus.naming(name, holder))
-    return _packaged(corpus, _with_other_bases(corpus, files, holder))
+    files = _with_other_bases(corpus, _complete(corpus, path, corpus.naming(name, holder)), holder)
+    return _packaged(corpus, files) if files is not None else None
 
 
 def used_scope(corpus: Corpus, entity_id: str, text: bytes) -> frozenset[str]:

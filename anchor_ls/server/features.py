@@ -118,8 +118,10 @@ def _glimpse_prepare(
     _folder, relpath, line, col = point
     seen = glimpses.of_file(relpath)
     opened = ls.open_text(uri)
-    if seen.index is None or (
-        opened is not None and opened[0].encode() != seen.index.source(relpath)
+    if (
+        seen is None
+        or seen.index is None
+        or (opened is not None and opened[0].encode() != seen.index.source(relpath))
     ):
         return None
     entity = entity_under(seen, relpath, line, col)
@@ -143,8 +145,9 @@ def _glimpse_related(ls: AnchorServer, item: Any, which: str) -> tuple[int, list
     if which == "outgoing":  # its receivers' classes could be anywhere: see used_scope
         return None
     seen = glimpses.for_request(entity_id, which)
-    entity = seen.graph.entity(entity_id) if seen.graph is not None else None
-    if entity is None or seen.index is None:
+    graph = seen.graph if seen is not None else None
+    entity = graph.entity(entity_id) if graph is not None else None
+    if seen is None or entity is None:
         return None
     if which == "incoming":
         found = hierarchy.call_links(seen, entity, ls.encoding, incoming=True)

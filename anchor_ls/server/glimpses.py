@@ -33,37 +33,42 @@ class Glimpses:
         self._made: dict[frozenset[str], Folder] = {}
         # (what, id) -> its glimpse: a scope is found by reading every file's text, and a
         # client asks the same again and again while the build runs
-        self._asked: dict[tuple[str, str], Folder] = {}
+        self._asked: dict[tuple[str, str], Folder | None] = {}
 
-    def of_file(self, relpath: str) -> Folder:
+    def of_file(self, relpath: str) -> Folder | None:
         """A glimpse of one file (its own definitions: enough to name the one under a
         cursor)."""
         return self._of(("file", relpath), lambda corpus: users_scope(corpus, relpath))
 
-    def for_request(self, entity_id: str, which: str) -> Folder:
+    def for_request(self, entity_id: str, which: str) -> Folder | None:
         """A glimpse that answers `which` (incoming, supertypes, subtypes) of entity_id."""
         if which in USERS:
             return self._of(("users", entity_id), lambda corpus: users_scope(corpus, entity_id))
         with self._lock:
-            found = self._asked.get(("used", entity_id))
-        if found is not None:
-            return found
+            if ("used", entity_id) in self._asked:
+                return self._asked[("used", entity_id)]
         own = self.of_file(path_of(entity_id))
-        entity = own.graph.entity(entity_id) if own.graph is not None else None
+        graph = own.graph if own is not None else None
+        entity = graph.entity(entity_id) if graph is not None else None
         text = b""
-        if entity is not None and own.index is not None:
+        if entity is not None and own is not None and own.index is not None:
             lines = (own.index.source(entity.path) or b"").splitlines(keepends=True)
             text = b"".join(lines[entity.start_line - 1 : entity.end_line])
         return self._of(("used", entity_id), lambda corpus: used_scope(corpus, entity_id, text))
 
-    def _of(self, key: tuple[str, str], scope_of: Callable[[Corpus], frozenset[str]]) -> Folder:
+    def _of(
+        self, key: tuple[str, str], scope_of: Callable[[Corpus], frozenset[str] | None]
+    ) -> Folder | None:
+        """The glimpse of the scope scope_of finds (None: no glimpse can answer)."""
         with self._lock:
-            asked = self._asked.get(key)
-            if asked is not None:
-                return asked
+            if key in self._asked:
+                return self._asked[key]
             if self._corpus is None:
                 self._corpus = Corpus.read(self.root, self.exclude)
             scope = scope_of(self._corpus)
+            if scope is None:
+                self._asked[key] = None
+                return None
             found = self._made.get(scope)
             if found is None:
                 found = Folder("", self.root, origin="glimpse")
