@@ -35,7 +35,7 @@ from anchor_ls.syntax.source import MAX_FILE_BYTES
 
 # Files a glimpse reads beyond the entity's own and the packages': a function named as
 # every other file names something (`get`, `run`) would otherwise make it the whole build.
-GLIMPSE_FILES = 300
+GLIMPSE_FILES = 150
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # `class Name(bases):` up to its colon, over lines (no nested parentheses in the bases)
 _CLASS_HEADER = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:", re.M)
