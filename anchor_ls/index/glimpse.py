@@ -117,11 +117,7 @@ def _with_other_bases(corpus: Corpus, files: set[str], holder: str) -> set[str] 
     glimpse did not read would find the name in holder, where the build may find it in
     that base first (`class A(B, Holder)`: `self.run()` is B.run). Classes not derived
     from holder never reach its methods, so their bases are not needed."""
-    headers = [
-        (m.group(1), list(_base_names(m.group(2))))
-        for rel in files
-        for m in _CLASS_HEADER.finditer(corpus.texts.get(rel, b""))
-    ]
+    headers = [header for rel in files for header in _classes(corpus.texts.get(rel, b""))]
     derived = {holder.encode()}
     grown = True
     while grown:
@@ -138,15 +134,15 @@ def _with_other_bases(corpus: Corpus, files: set[str], holder: str) -> set[str] 
         seen |= wanted
         added = set(corpus.defining((w.decode() for w in wanted), statement=b"class")) - found
         found |= added
-        wanted = {b for rel in added for _n, b in _headers(corpus.texts[rel])} - seen
+        wanted = {b for rel in added for _n, bases in _classes(corpus.texts[rel]) for b in bases}
+        wanted -= seen
     return found
 
 
-def _headers(text: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """(class name, base name) of every class statement of text and each of its bases."""
+def _classes(text: bytes) -> Iterator[tuple[bytes, list[bytes]]]:
+    """(name, base names) of every class statement of text."""
     for match in _CLASS_HEADER.finditer(text):
-        for base in _base_names(match.group(2)):
-            yield match.group(1), base
+        yield match.group(1), list(_base_names(match.group(2)))
 
 
 def _base_names(bases: bytes) -> Iterator[bytes]:

@@ -63,9 +63,12 @@ def _prepare(ls: AnchorServer, uri: str, position: types.Position, types_only: b
     if found is None:
         return None
     folder, entity = found
+    return [_hierarchy_item(ls, folder, entity, types_only)]
+
+
+def _hierarchy_item(ls: AnchorServer, folder: Folder, entity: Any, types_only: bool) -> Any:
     where = Locator(folder, ls.encoding)
-    item = hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
-    return [item]
+    return hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
 
 
 def _item(ls: AnchorServer, item: Any) -> tuple[Folder, Any] | None:
@@ -90,6 +93,10 @@ def _related(ls: AnchorServer, item: Any, which: str) -> list:
     if found is None:
         return []
     folder, entity = found
+    return _related_of(ls, folder, entity, which)
+
+
+def _related_of(ls: AnchorServer, folder: Folder, entity: Any, which: str) -> list:
     if which in ("incoming", "outgoing"):
         return hierarchy.call_links(folder, entity, ls.encoding, which == "incoming")
     return hierarchy.related_types(folder, entity, ls.encoding, which == "supertypes")
@@ -129,9 +136,7 @@ def _glimpse_prepare(
         return None
     # what a client asks next: the glimpse for it is made next
     ls.glimpser.submit(glimpses.for_request, entity.id, "subtypes" if types_only else "incoming")
-    where = Locator(seen, ls.encoding)
-    item = hierarchy.type_item(entity, where) if types_only else hierarchy.call_item(entity, where)
-    return seen.stats.files if seen.stats else 0, [item]
+    return seen.stats.files if seen.stats else 0, [_hierarchy_item(ls, seen, entity, types_only)]
 
 
 def _glimpse_related(ls: AnchorServer, item: Any, which: str) -> tuple[int, list] | None:
@@ -149,11 +154,7 @@ def _glimpse_related(ls: AnchorServer, item: Any, which: str) -> tuple[int, list
     entity = graph.entity(entity_id) if graph is not None else None
     if seen is None or entity is None:
         return None
-    if which == "incoming":
-        found = hierarchy.call_links(seen, entity, ls.encoding, incoming=True)
-    else:
-        found = hierarchy.related_types(seen, entity, ls.encoding, which == "supertypes")
-    return seen.stats.files if seen.stats else 0, found
+    return seen.stats.files if seen.stats else 0, _related_of(ls, seen, entity, which)
 
 
 def _resolve_hint(ls: AnchorServer, hint: types.InlayHint) -> types.InlayHint | JsonText:

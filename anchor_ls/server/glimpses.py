@@ -28,7 +28,7 @@ class Glimpses:
         self.root = root
         self.exclude = tuple(exclude)
         self.source_roots = tuple(source_roots)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a scope may need a glimpse of its entity's file
         self._corpus: Corpus | None = None
         self._made: dict[frozenset[str], Folder] = {}
         # (what, id) -> its glimpse: a scope is found by reading every file's text, and a
@@ -44,17 +44,20 @@ class Glimpses:
         """A glimpse that answers `which` (incoming, supertypes, subtypes) of entity_id."""
         if which in USERS:
             return self._of(("users", entity_id), lambda corpus: users_scope(corpus, entity_id))
-        with self._lock:
-            if ("used", entity_id) in self._asked:
-                return self._asked[("used", entity_id)]
+        return self._of(
+            ("used", entity_id),
+            lambda corpus: used_scope(corpus, entity_id, self._text_of(entity_id)),
+        )
+
+    def _text_of(self, entity_id: str) -> bytes:
+        """The source lines of entity_id, from a glimpse of its file."""
         own = self.of_file(path_of(entity_id))
         graph = own.graph if own is not None else None
         entity = graph.entity(entity_id) if graph is not None else None
-        text = b""
-        if entity is not None and own is not None and own.index is not None:
-            lines = (own.index.source(entity.path) or b"").splitlines(keepends=True)
-            text = b"".join(lines[entity.start_line - 1 : entity.end_line])
-        return self._of(("used", entity_id), lambda corpus: used_scope(corpus, entity_id, text))
+        if entity is None or own is None or own.index is None:
+            return b""
+        lines = (own.index.source(entity.path) or b"").splitlines(keepends=True)
+        return b"".join(lines[entity.start_line - 1 : entity.end_line])
 
     def _of(
         self, key: tuple[str, str], scope_of: Callable[[Corpus], frozenset[str] | None]
