@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from anchor_ls.index import CALLS, INHERITS, Index
-from anchor_ls.index.glimpse import Corpus, glimpse, users_scope
+from anchor_ls.index.glimpse import Corpus, glimpse, users_scope, users_wanted
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_ROOT = HERE / ".data" / "Django-5.1.4"
@@ -34,6 +34,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=30, help="functions with callers to ask")
     parser.add_argument("--classes", type=int, default=10, help="classes with subclasses to ask")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--every-site", action="store_true", help="resolve every site (as before Index(wanted))"
+    )
     args = parser.parse_args()
     root = args.root.resolve()
     whole = Index(root, cache_dir=HERE / ".data" / "glimpse-cache")
@@ -49,6 +52,7 @@ def main() -> None:
     asked += [(INHERITS, i) for i in rng.sample(derived, args.classes)]
     corpus = Corpus.read(root, whole.exclude)
     wrong, complete, found, expected, declined = [], 0, 0, 0, 0
+    missed: list[str] = []
     sizes, seconds = [], []
     for relation, entity_id in asked:
         started = time.perf_counter()
@@ -56,7 +60,11 @@ def main() -> None:
         if scope is None:  # too many bases to read: the server waits for the build
             declined += 1
             continue
-        seen = glimpse(root, scope, exclude=whole.exclude, source_roots=whole.source_roots)
+        entity = graph.entity(entity_id)
+        wanted = None if args.every_site or entity is None else users_wanted(entity_id, entity.kind)
+        seen = glimpse(
+            corpus, scope, exclude=whole.exclude, source_roots=whole.source_roots, wanted=wanted
+        )
         seconds.append(time.perf_counter() - started)
         sizes.append(len(scope))
         listed = set(seen.graph.into(relation, entity_id))
@@ -64,6 +72,8 @@ def main() -> None:
         if not listed <= truth:
             wrong.append(f"{entity_id}: {sorted(listed - truth)}")
         complete += listed == truth
+        if listed != truth:
+            missed.append(f"{entity_id}: {len(truth - listed)} of {len(truth)}")
         found += len(listed & truth)
         expected += len(truth)
     print(f"\nglimpses on {root.name}: {len(asked)} questions (seed {args.seed})\n")
@@ -77,6 +87,8 @@ def main() -> None:
     print(f"| seconds, median / max | {statistics.median(seconds):.2f} / {max(seconds):.2f} |")
     for line in wrong:
         print("wrong:", line)
+    for line in missed:
+        print("missed:", line)
 
 
 if __name__ == "__main__":

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import shutil
 import sysconfig
+import threading
 from pathlib import Path
 
 import pytest
 from support.lsp import write_files
 from support.repos import SHAPES
 
-from anchor_ls.index import CALLS, INHERITS, Index
+from anchor_ls.index import CALLS, INHERITS, Index, repository
 from anchor_ls.index import glimpse as glimpse_module
-from anchor_ls.index.glimpse import Corpus, glimpse, used_scope, users_scope
+from anchor_ls.index.glimpse import Corpus, glimpse, used_scope, users_scope, users_wanted
+from anchor_ls.server.glimpses import Glimpses
 
 
 def test_a_method_is_looked_for_where_its_name_and_its_class_are_named(tmp_path: Path) -> None:
@@ -63,7 +65,7 @@ def test_a_glimpse_finds_the_callers_its_files_hold_and_the_build_the_rest(
     write_files(tmp_path, SHAPES)
     corpus = Corpus.read(tmp_path)
     target = "pkg/shapes.py:Shape.area"
-    seen = glimpse(tmp_path, users_scope(corpus, target), exclude=(), source_roots=())
+    seen = glimpse(corpus, users_scope(corpus, target), exclude=(), source_roots=())
     assert sorted(seen.graph.into(CALLS, target)) == ["pkg/report.py:describe"]
     assert sorted(seen.graph.into(INHERITS, "pkg/shapes.py:Shape")) == ["pkg/shapes.py:Square"]
     assert seen.stats().files == 4
@@ -73,6 +75,56 @@ def test_a_glimpse_finds_the_callers_its_files_hold_and_the_build_the_rest(
         "pkg/report.py:describe",
         "pkg/use.py:measure",
     ]
+
+
+# Who calls Query.filter: a glimpse resolves the sites of test files that can reach it.
+FILTERS = {
+    "pkg/__init__.py": "",
+    "pkg/query.py": (
+        "class Query:\n    def filter(self):\n        return self\n\n\n"
+        "def narrow(q):\n    return q.filter()\n"
+    ),
+    # names Query, and filter only as a word: no call of a method
+    "pkg/notes.py": "from pkg.query import Query\n\n# a filter of Query values\n",
+    "tests/test_query.py": (
+        "from pkg.query import Query, narrow\n\n\n"
+        "def check(q):\n    return q.filter()\n\n\n"
+        "def test_direct():\n    return Query().filter()\n\n\n"
+        "def test_alias():\n    f = Query().filter\n    return f()\n\n\n"
+        "def test_helper():\n    return check(Query())\n\n\n"
+        "def test_narrow():\n    return narrow(Query())\n\n\n"
+        "def test_unrelated():\n    return Query()\n"
+    ),
+}
+
+
+def test_a_glimpse_of_a_method_resolves_the_test_sites_that_can_reach_it(tmp_path: Path) -> None:
+    """In a test file, the sites that name the method, a name bound to it (`f`), or a
+    function whose own such site reads a parameter (check and narrow: the argument is the
+    receiver); its other sites are not resolved (test_unrelated), and the callers are the
+    build's all the same."""
+    write_files(tmp_path, FILTERS)
+    corpus = Corpus.read(tmp_path)
+    target = "pkg/query.py:Query.filter"
+    assert users_wanted(target, "method") == {"filter"}
+    assert users_wanted("pkg/query.py:Query", "class") is None  # made as `cls()` too
+    assert users_wanted("pkg/query.py:Query.__iter__", "method") is None  # `for` calls it
+    scope = users_scope(corpus, target)
+    assert scope == {"pkg/__init__.py", "pkg/query.py", "tests/test_query.py"}
+    seen = glimpse(
+        corpus, scope, exclude=(), source_roots=(), wanted=users_wanted(target, "method")
+    )
+    assert sorted(seen.graph.into(CALLS, target)) == [
+        "pkg/query.py:narrow",
+        "tests/test_query.py:check",
+        "tests/test_query.py:test_alias",
+        "tests/test_query.py:test_direct",
+    ]
+    assert seen.graph.out(CALLS, "tests/test_query.py:test_unrelated") == []
+    whole = Index(tmp_path, use_cache=False)
+    whole.build()
+    assert sorted(whole.graph.into(CALLS, target)) == sorted(seen.graph.into(CALLS, target))
+    assert whole.graph.out(CALLS, "tests/test_query.py:test_unrelated") == ["pkg/query.py:Query"]
 
 
 # `A(B, C)`: `self.run()` in A is B.run, which C's glimpse must not take for C.run.
@@ -97,7 +149,7 @@ def test_a_glimpse_reads_the_other_bases_of_the_classes_that_reach_the_method(
     corpus = Corpus.read(tmp_path)
     scope = users_scope(corpus, "pkg/c.py:C.run")
     assert scope == {"pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/c.py", "pkg/root.py"}
-    seen = glimpse(tmp_path, scope, exclude=(), source_roots=())
+    seen = glimpse(corpus, scope, exclude=(), source_roots=())
     assert seen.graph.into(CALLS, "pkg/c.py:C.run") == []
     assert seen.graph.into(CALLS, "pkg/root.py:Root.run") == ["pkg/a.py:A.x"]
 
@@ -127,6 +179,8 @@ def test_glimpses_of_the_standard_library_hold_nothing_the_build_leaves_out(
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     for name in STDLIB_SLICE:
         shutil.copytree(stdlib / name, tmp_path / name, ignore=shutil.ignore_patterns("test*"))
+    # json's tests: test files, where a glimpse resolves only the sites naming its function
+    shutil.copytree(stdlib / "test" / "test_json", tmp_path / "test" / "test_json")
     whole = Index(tmp_path, use_cache=False)
     whole.build()
     graph = whole.graph
@@ -142,9 +196,45 @@ def test_glimpses_of_the_standard_library_hold_nothing_the_build_leaves_out(
         for entity_id in ids:
             scope = users_scope(corpus, entity_id)
             assert scope is not None  # never too many bases here
-            seen = glimpse(tmp_path, scope, exclude=(), source_roots=()).graph
+            kind = graph.entity(entity_id).kind  # type: ignore[union-attr]
+            wanted = users_wanted(entity_id, kind)  # as the server asks
+            seen = glimpse(corpus, scope, exclude=(), source_roots=(), wanted=wanted).graph
             found = set(seen.into(relation, entity_id))
             expected = set(graph.into(relation, entity_id))
             assert found <= expected, (entity_id, found - expected)
             complete += found == expected
     assert complete >= 0.6 * (len(called) + len(derived))
+
+
+def test_a_build_waits_while_a_glimpse_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's build yields to a glimpse between files (Index(pause=...)): beside
+    it, the glimpse took three times as long (the interpreter lock takes turns)."""
+    write_files(tmp_path, FILTERS)
+    glimpses = Glimpses(tmp_path, (), ())
+    begun, release = threading.Event(), threading.Event()
+    order: list[str] = []
+    read = Corpus.read
+
+    def slow_read(root: Path, exclude: tuple[str, ...] = ()) -> Corpus:
+        begun.set()
+        release.wait(30)
+        return read(root, exclude)
+
+    monkeypatch.setattr(Corpus, "read", staticmethod(slow_read))
+    monkeypatch.setattr(repository, "PAUSE_EVERY", 1)
+    made = threading.Thread(
+        target=lambda: (glimpses.of_file("pkg/query.py"), order.append("glimpse made"))
+    )
+    made.start()
+    assert begun.wait(30)
+    index = Index(tmp_path, use_cache=False, workers=1, pause=lambda: glimpses.wait_idle(30))
+    built = threading.Thread(target=lambda: (index.build(), order.append("build ended")))
+    built.start()
+    built.join(2)  # the build of four files, had it not waited
+    release.set()
+    made.join(30)
+    built.join(30)
+    assert order == ["glimpse made", "build ended"]
+    assert index.graph.into(CALLS, "pkg/query.py:Query.filter")  # it built all the same

@@ -69,3 +69,4 @@ class Binder(BinderState):
     passed = flow.passed
     adopt = flow.adopt
     warm = sites.warm
+    want = sites.want

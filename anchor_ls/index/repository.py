@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from anchor_ls.index import facts as factlib
-from anchor_ls.index.bind.rounds import reresolve, resolve_all
+from anchor_ls.index.bind.rounds import MAX_ROUNDS, reresolve, resolve_all
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.bodies import BodyEdit, first_changed_line
 from anchor_ls.index.cache import Cache, cache_dir_made, content_hash, default_cache_dir
@@ -75,6 +75,7 @@ __all__ = ["Index", "Problem", "Progress"]
 # When this many files or more change at once, every file is resolved again rather
 # than each changed one updated (Index.reload_files).
 AFRESH_MIN_FILES = 5
+PAUSE_EVERY = 50  # files between a build's calls of its pause (Index(pause=...))
 
 # progress(done, total, relpath)
 Progress = Callable[[int, int, str], None]
@@ -97,9 +98,17 @@ class Index(Invalidation):
         source_roots: Sequence[str] = (),
         python: str | Path | Environment | None = None,
         only: Collection[str] | None = None,
+        wanted: Collection[str] | None = None,
+        listed: Sequence[str] | None = None,
+        pause: Callable[[], None] | None = None,
     ) -> None:
         """only: the relpaths to index of those listed (a glimpse, index/glimpse.py); the
         source roots are still those of the whole listing, so module names stay the same.
+        wanted: resolve only the call sites and references that mention one of these names
+        (a glimpse of who uses a function), in this process.
+        listed: the repository's files as a glimpse's corpus listed them (not walked again).
+        pause: called by a build between files (every PAUSE_EVERY): a host may hold the
+        build meanwhile (a language server, while it makes a glimpse).
         source_roots: folders absolute imports start from that no file states (relative
         to root, or absolute inside it); those the files state are found (index/roots.py).
         python: the interpreter whose installed packages the code uses (index/environment.py):
@@ -115,12 +124,17 @@ class Index(Invalidation):
         self.exclude = exclude_patterns(exclude)
         self.source_roots = tuple(source_roots)
         self.only = only
+        self.listed = listed
+        self.pause = pause
+        self.wanted = frozenset(wanted) if wanted is not None else None
         # The source roots of the last build that pyproject.toml, setup.cfg, pytest's
         # pythonpath and the user state (the module table adds the repository root and those
         # of setup.py and conftest.py files, which come and go with the files).
         self.roots: tuple[str, ...] = ()
         self.max_file_bytes = max_file_bytes
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        if self.wanted is not None:  # the binder's processes resolve every site
+            self.workers = 1
         self._cache_dir = Path(cache_dir) if cache_dir else None
         self._use_cache = use_cache
         self._cache: Cache | None = None
@@ -236,7 +250,9 @@ class Index(Invalidation):
             self.externals.close()
             self.externals = None
         relpaths: list[str] = []
-        for item in python_files(self.root, self.exclude):
+        listing = python_files(self.root, self.exclude) if self.listed is None else self.listed
+        for done, item in enumerate(listing):
+            self._between_files(done)
             if isinstance(item, Skipped):
                 self._problem(item.path, item.kind, item.message)
             else:
@@ -244,7 +260,8 @@ class Index(Invalidation):
         self.roots = self._find_roots(relpaths)
         if self.only is not None:
             relpaths = [rel for rel in relpaths if rel in self.only]
-        for rel in relpaths:
+        for done, rel in enumerate(relpaths):
+            self._between_files(done)
             data = self._read(rel)
             if data is not None:
                 self._sources.put(rel, data, pack=False)  # packed once the build needs no more
@@ -277,6 +294,7 @@ class Index(Invalidation):
             stored = writer.submit(cache.store_summaries, fresh) if cache is not None else None
             self._sources.pack()
             self.binder.set_files(summaries, self.root.name, self.roots)
+            self.binder.want(self.wanted, MAX_ROUNDS - 1)
             self._ids = {p: factlib.scope_ids(s) for p, s in summaries.items()}
             self.binder.warm()
             if stored is not None:
@@ -367,6 +385,10 @@ class Index(Invalidation):
                 return None
         return self._cache
 
+    def _between_files(self, done: int) -> None:
+        if self.pause is not None and done % PAUSE_EVERY == 0:
+            self.pause()
+
     def _cache_made(self) -> bool:
         if self._cache is not None:
             return True
@@ -400,8 +422,11 @@ class Index(Invalidation):
         done = len(summaries)
         read = self._sources.get
         jobs = [(rel, read(rel, keep=False) or b"", self.max_file_bytes) for rel in todo]
-        for rel, result in summarize_many(jobs, self.workers):
+        # a glimpse's few files stay unpacked: no cache keeps them, and it lives a moment
+        packed = cache is not None or self.only is None
+        for rel, result in summarize_many(jobs, self.workers, packed=packed):
             done += 1
+            self._between_files(done)
             if progress and (done % 50 == 0 or done == len(self._hashes)):
                 progress(done, total, rel)
             if isinstance(result, Problem):
@@ -409,9 +434,11 @@ class Index(Invalidation):
                 self._sources.pop(rel)
                 self._hashes.pop(rel, None)
                 continue
-            summary = pickle.loads(result)
-            summaries[rel] = summary
-            fresh.append((rel, self._hashes[rel], result))
+            if isinstance(result, bytes):
+                summaries[rel] = pickle.loads(result)
+                fresh.append((rel, self._hashes[rel], result))
+            else:
+                summaries[rel] = result
         for summary in summaries.values():
             self._note_summary_problems(summary)
         return summaries, fresh, cached
@@ -443,6 +470,7 @@ class Index(Invalidation):
             pack_bodies(summary)  # the file edited last may hold its bodies unpacked
         self.binder = Binder()
         self.binder.set_files(summaries, self.root.name, self.roots)
+        self.binder.want(self.wanted, MAX_ROUNDS - 1)
         self.binder.warm()
         self._resolve_files(None)
         self._stats.resolved_afresh += 1
@@ -460,6 +488,7 @@ class Index(Invalidation):
         def on_file(rel: str) -> None:
             nonlocal done
             done += 1
+            self._between_files(done)
             if progress and (done % 50 == 0 or done == n):
                 progress(n + done, 2 * n, rel)
 

@@ -27,6 +27,7 @@ from typing import Any
 from anchor_ls.index.binder import Binder
 from anchor_ls.index.cache import Cache
 from anchor_ls.index.state import FileFacts
+from anchor_ls.index.workers import background_initializer
 from anchor_ls.syntax.summary import FileSummary
 
 SHARES = 2  # processes: this one and a worker
@@ -137,7 +138,10 @@ class Shares:
             self._claims = context.RawArray("i", 2)
             for i in range(1, SHARES):
                 pool = ProcessPoolExecutor(
-                    1, mp_context=context, initializer=_share_claims, initargs=(self._claims,)
+                    1,
+                    mp_context=context,
+                    initializer=_share_claims,
+                    initargs=(self._claims, background_initializer(context)),
                 )
                 self.pools[i] = pool
                 pool.submit(_start, None if fork else origin).result()
@@ -280,10 +284,13 @@ def _whole(
     return rel, facts[rel], passed
 
 
-def _share_claims(bounds: Any) -> None:
-    """A worker's initializer: the bounds of the runs left, shared by the processes."""
+def _share_claims(bounds: Any, then: Callable[[], None] | None) -> None:
+    """A worker's initializer: the bounds of the runs left, shared by the processes; then
+    what starts any worker of its kind (workers.background_initializer)."""
     global _claims
     _claims = bounds
+    if then is not None:
+        then()
 
 
 def _start(origin: Origin | None) -> None:

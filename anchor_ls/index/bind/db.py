@@ -286,6 +286,10 @@ class BinderState:
         # The file edited last keeps its bodies unpacked: the next keystroke needs them again.
         self._unpacked: tuple[FileSummary, Sequence[Body]] | None = None
         self._last_read: tuple[FileSummary, Sequence[Body]] | None = None
+        # Resolve only the sites that mention one of these names (None: every site): a
+        # glimpse of who uses a function (index/glimpse.py) needs no other site's callees
+        self.wanted: frozenset[str] | None = None
+        self.wanted_in: dict[str, frozenset[str]] = {}  # and the names a file binds to them
         self.clear_caches()
         self._forget_definitions()
 

@@ -9,13 +9,15 @@ anchor_ls.index.bind.flow records it.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from anchor_ls.index import dense
 from anchor_ls.index.bind import classes, evaluate, external, flow, lookup
 from anchor_ls.index.bind.db import BinderState
-from anchor_ls.index.bind.definitions import PROTOCOLS
+from anchor_ls.index.bind.definitions import PROTOCOLS, method_kind_of
 from anchor_ls.index.bind.values import in_order, interesting
 from anchor_ls.index.state import (
     CALLABLE,
@@ -33,6 +35,7 @@ from anchor_ls.index.state import (
     Value,
     Values,
 )
+from anchor_ls.index.testcode import is_test_path
 from anchor_ls.index.via import (
     ATTRIBUTE,
     CONSTRUCTOR,
@@ -134,9 +137,13 @@ def resolve_file(
             per_scope.pop(gone, None)
         whole = False
     bodies = db.bodies(path)
+    wanted = _wanted_in(db, path)  # see want()
+    passing = bool(wanted) and not is_test_path(path)
     for idx in chosen:
         scope = summary.scopes[idx]
         calls, attr_reads, uses = bodies[idx]
+        if wanted is not None:
+            attr_reads, uses = _wanted_reads(wanted, attr_reads, uses)
         counts = facts.counts[idx] = [0, 0, 0]
         contrib: dict = defaultdict(lambda: defaultdict(set))
         done = 0
@@ -146,7 +153,12 @@ def resolve_file(
                 facts.bases[idx] = [v for v in bases if isinstance(v, Class)]
                 external.note_bases(facts, idx, bases)
             for site in calls:
-                _resolve_site(db, path, idx, site, facts, counts, contrib, done)
+                if (
+                    wanted is None
+                    or (passing and (site.args or site.kwargs))
+                    or mentions(_named(site), wanted)
+                ):
+                    _resolve_site(db, path, idx, site, facts, counts, contrib, done)
                 done += 1
             if attr_reads:
                 _resolve_property_reads(db, path, idx, attr_reads, facts)
@@ -173,6 +185,87 @@ def resolve_file(
                 facts.imports.add(target)
     facts.freeze()
     return facts, flow.merge_contributions(per_scope)
+
+
+def mentions(value: object, names: frozenset[str]) -> bool:
+    """Whether a string of names is anywhere in value (an expression, or tuples of them):
+    a name read, an attribute, a keyword or a constant (`getattr(x, "name")`). Read off
+    its repr, where each is quoted: a tenth of the time of a walk, for every site of a
+    glimpse (a constant with the quoted name in it matches too: one more site resolved)."""
+    return _quoted(names).search(repr(value)) is not None
+
+
+@lru_cache(maxsize=64)
+def _quoted(names: frozenset[str]) -> re.Pattern[str]:
+    return re.compile("'(?:{})'".format("|".join(re.escape(n) for n in sorted(names))))
+
+
+def want(db: BinderState, names: frozenset[str] | None, depth: int) -> None:
+    """Resolve only the sites that mention names, and those that call the functions whose
+    own such sites read a parameter (`def f(self, qs): qs.filter()`): what a caller passes
+    is what the site's receiver is. Followed `depth` calls back, as rounds pass facts."""
+    db.wanted = names
+    if names is None:
+        return
+    readers: list[tuple[str, list[CallSite], frozenset[str]]] = []
+    for path, summary in db.summaries.items():
+        bodies = db.bodies(path)
+        for idx, scope in enumerate(summary.scopes):
+            params = [p.name for p in scope.params]
+            if scope.kind != "function" or not params or not bodies[idx][0]:
+                continue
+            parent = summary.scopes[scope.parent] if scope.parent >= 0 else None
+            called = frozenset({scope.name})
+            if parent is not None and parent.kind == "class" and method_kind_of(scope) != "static":
+                params = params[1:]  # self and cls are what the class says, not the callers
+                if scope.name in ("__init__", "__new__"):  # called as the class
+                    called = frozenset({scope.name, parent.name})
+                elif scope.name.startswith("__"):  # by operators and statements, unnamed
+                    continue
+            if params:
+                readers.append((called, list(bodies[idx][0]), frozenset(params)))
+    for _ in range(depth):
+        grown = frozenset().union(
+            *(
+                called
+                for called, calls, params in readers
+                if not called <= names
+                and any(mentions(s.func, params) and mentions(_named(s), names) for s in calls)
+            )
+        )
+        if not grown:
+            break
+        names = names | grown
+    db.wanted = names
+    db.wanted_in = {}
+
+
+def _wanted_in(db: BinderState, path: str) -> frozenset[str] | None:
+    """db.wanted, and the names path binds to them (`g = mod.wanted; g()`)."""
+    wanted = db.wanted
+    if not wanted:
+        return wanted
+    known = db.wanted_in.get(path)
+    if known is None:
+        bound = (b.name for s in db.summaries[path].scopes for b in s.bindings)
+        values = (b.value for s in db.summaries[path].scopes for b in s.bindings)
+        known = wanted | {n for n, v in zip(bound, values, strict=True) if mentions(v, wanted)}
+        db.wanted_in[path] = known
+    return known
+
+
+def _named(site: CallSite) -> tuple:
+    return (site.func, site.args, site.kwargs)
+
+
+def _wanted_reads(
+    names: frozenset[str], attr_reads: Sequence[tuple], uses: Sequence[tuple]
+) -> tuple[Sequence[tuple], Sequence[tuple]]:
+    """The property reads of names, and the references to them: what of a scope's reads
+    can use a function of names (constant, setting and environment reads cannot)."""
+    reads = [read for read in attr_reads if read[0][2] in names]
+    refs = [use for use in uses if use[0] == "r" and mentions(use[1], names)]
+    return reads, refs
 
 
 def passed_now(db: BinderState, path: str, scopes: set[int]) -> dict:
