@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 PENDING, INDEXING, READY, FAILED = "pending", "indexing", "ready", "failed"
 YOUNG_LIMIT = 200_000  # objects allocated by a change small enough to sweep at once
+GLIMPSE_HOLD = 5.0  # seconds a build waits for a glimpse at most, each time it yields
 
 
 @contextmanager
@@ -145,6 +146,13 @@ class Folder:
     def first_build_running(self) -> bool:
         with self._built_lock:
             return not self._built
+
+    def yield_to_glimpses(self) -> None:
+        """Indexer thread, between files: a glimpse being made (a question asked while the
+        first build runs) goes first; the build waits for it, at most GLIMPSE_HOLD s."""
+        glimpses = self.glimpses
+        if glimpses is not None:
+            glimpses.wait_idle(GLIMPSE_HOLD)
 
     def _first_build_ended(self) -> None:
         with self._built_lock:
@@ -266,6 +274,7 @@ class Folder:
             "cache_dir": _cache_dir(settings, self.root, shared_cache),
             "exclude": settings.exclude,
             "source_roots": settings.source_roots,
+            "pause": self.yield_to_glimpses,
         }
 
     def choose_policy(self, settings: Settings) -> None:
