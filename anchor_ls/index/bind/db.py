@@ -286,8 +286,8 @@ class BinderState:
         # The file edited last keeps its bodies unpacked: the next keystroke needs them again.
         self._unpacked: tuple[FileSummary, Sequence[Body]] | None = None
         self._last_read: tuple[FileSummary, Sequence[Body]] | None = None
-        # Resolve only the sites that mention one of these names (None: every site): a
-        # glimpse of who uses a function (index/glimpse.py) needs no other site's callees
+        # Resolve only what can reach a function of these names (None: everything): a
+        # glimpse of who calls it (index/glimpse.py) needs no other callee (sites.want)
         self.wanted: frozenset[str] | None = None
         self.wanted_in: dict[str, frozenset[str]] = {}  # and the names a file binds to them
         self.clear_caches()

@@ -201,13 +201,18 @@ def _quoted(names: frozenset[str]) -> re.Pattern[str]:
 
 
 def want(db: BinderState, names: frozenset[str] | None, depth: int) -> None:
-    """Resolve only the sites that mention names, and those that call the functions whose
-    own such sites read a parameter (`def f(self, qs): qs.filter()`): what a caller passes
-    is what the site's receiver is. Followed `depth` calls back, as rounds pass facts."""
+    """Resolve only what can reach a function of names (a glimpse of who calls it; None:
+    every site): in a test file, the sites that mention names, or a name the file binds
+    to one of them, or a function whose own such site reads a parameter (`def f(self,
+    qs): qs.filter()`: what a caller passes is the receiver), followed `depth` calls
+    back, as the rounds pass arguments; in other files, those and every site that passes
+    arguments (what a caller passes reaches a receiver through attributes and containers
+    too: Django's Collector.collect(objs) stores objs that another method iterates and
+    filters). Of the reads, only the property reads and references of names."""
     db.wanted = names
     if names is None:
         return
-    readers: list[tuple[str, list[CallSite], frozenset[str]]] = []
+    readers: list[tuple[frozenset[str], list[CallSite], frozenset[str]]] = []
     for path, summary in db.summaries.items():
         bodies = db.bodies(path)
         for idx, scope in enumerate(summary.scopes):
