@@ -147,8 +147,6 @@ def _glimpse_related(ls: AnchorServer, item: Any, which: str) -> tuple[int, list
     glimpses = _glimpses(ls, where[0]) if where is not None else None
     if glimpses is None or not isinstance(entity_id, str) or is_external(entity_id):
         return None
-    if which == "outgoing":  # its receivers' classes could be anywhere: see used_scope
-        return None
     seen = glimpses.for_request(entity_id, which)
     graph = seen.graph if seen is not None else None
     entity = graph.entity(entity_id) if graph is not None else None
@@ -296,7 +294,9 @@ def _prepare_handler(types_only: bool) -> Callable[..., Awaitable[list | None]]:
 def _related_handler(which: str) -> Callable[..., Awaitable[list]]:
     async def related(ls: AnchorServer, params: Any) -> list:
         what = f"{which} of {params.item.name}"
-        early = await _indexed(ls, params.item.uri, what, _glimpse_related, ls, params.item, which)
+        # outgoing calls wait for the build: their receivers' classes could be anywhere
+        glimpse = _glimpse_related if which != "outgoing" else None
+        early = await _indexed(ls, params.item.uri, what, glimpse, ls, params.item, which)
         if early is not None:
             return early
         await _settled(ls, params.item.uri)

@@ -56,20 +56,24 @@ class Glimpses:
         )
 
     def _kind_of(self, entity_id: str) -> str:
-        own = self.of_file(path_of(entity_id))
-        graph = own.graph if own is not None else None
-        entity = graph.entity(entity_id) if graph is not None else None
-        return entity.kind if entity is not None else ""
+        found = self._own(entity_id)
+        return found[1].kind if found is not None else ""
 
     def _text_of(self, entity_id: str) -> bytes:
         """The source lines of entity_id, from a glimpse of its file."""
+        found = self._own(entity_id)
+        if found is None or found[0].index is None:
+            return b""
+        own, entity = found
+        lines = (own.index.source(entity.path) or b"").splitlines(keepends=True)
+        return b"".join(lines[entity.start_line - 1 : entity.end_line])
+
+    def _own(self, entity_id: str) -> tuple[Folder, Entity] | None:
+        """The glimpse of entity_id's file, and the entity in it."""
         own = self.of_file(path_of(entity_id))
         graph = own.graph if own is not None else None
         entity = graph.entity(entity_id) if graph is not None else None
-        if entity is None or own is None or own.index is None:
-            return b""
-        lines = (own.index.source(entity.path) or b"").splitlines(keepends=True)
-        return b"".join(lines[entity.start_line - 1 : entity.end_line])
+        return (own, entity) if own is not None and entity is not None else None
 
     def _of(
         self,
