@@ -238,3 +238,22 @@ def test_a_build_waits_while_a_glimpse_is_made(
     built.join(30)
     assert order == ["glimpse made", "build ended"]
     assert index.graph.into(CALLS, "pkg/query.py:Query.filter")  # it built all the same
+
+
+def test_the_glimpse_asked_for_next_holds_the_build_from_when_it_is_asked(
+    tmp_path: Path,
+) -> None:
+    """A prepare's glimpse asks for the glimpse of who calls the entity next, on another
+    thread: the build must not run in between (Django: a tenth of a second, beside the
+    glimpse, each time)."""
+    write_files(tmp_path, FILTERS)
+    glimpses = Glimpses(tmp_path, (), ())
+    with glimpses.busy():
+        glimpses.of_file("pkg/query.py")
+        assert not glimpses.wait_idle(0.01)
+        made = glimpses.soon("pkg/query.py:Query.filter", "incoming")
+    assert not glimpses.wait_idle(0.01)  # asked for, not begun: the build still waits
+    seen = made()
+    assert seen is not None and seen.graph is not None
+    assert seen.graph.into(CALLS, "pkg/query.py:Query.filter")
+    assert glimpses.wait_idle(0)

@@ -179,7 +179,7 @@ def read_file(root: Path, rel: str, limit: int) -> bytes | Problem:
     """The bytes of root/rel, or why they cannot be indexed (never raises)."""
     # O_NONBLOCK: opening a FIFO named x.py must not wait for a writer forever.
     try:
-        fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(os.path.join(root, rel), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return Problem(rel, "vanished", "deleted while indexing")
     except OSError as err:
@@ -189,8 +189,7 @@ def read_file(root: Path, rel: str, limit: int) -> bytes | Problem:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return Problem(rel, "unreadable", "not a regular file (a folder, pipe or device)")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(limit + 1)  # the file may grow after fstat
+        data = _read_at_most(fd, limit + 1, info.st_size + 1)  # it may grow after fstat
     except OSError as err:
         return Problem(rel, "unreadable", err.strerror or str(err))
     finally:
@@ -199,3 +198,16 @@ def read_file(root: Path, rel: str, limit: int) -> bytes | Problem:
         size = max(info.st_size, len(data))
         return Problem(rel, "too-large", f"{size} bytes, over the limit; skipped")
     return data
+
+
+def _read_at_most(fd: int, size: int, expected: int) -> bytes:
+    """Up to size bytes of fd, in reads of about the size expected: plain reads, where a
+    buffered file object cost as much as the reading (a glimpse reads every file)."""
+    chunks, got = [], 0
+    while got < size:
+        chunk = os.read(fd, min(size - got, max(expected, 1 << 16)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)

@@ -20,6 +20,7 @@ Entity ids are relpaths and never depend on roots.
 from __future__ import annotations
 
 import configparser
+import os
 import posixpath
 import tomllib
 from collections.abc import Container, Iterable, Sequence
@@ -85,17 +86,38 @@ def project_roots(repo: Path, folders: Iterable[str]) -> tuple[list[str], list[t
     problems: list[tuple[str, str]] = []
     for folder in sorted(folders):
         here = repo / folder if folder else repo
-        if any((here / marker).is_file() for marker in PROJECT_MARKERS):
+        present = _configuration_in(here)
+        if not present:
+            continue
+        if any((here / marker).is_file() for marker in PROJECT_MARKERS if marker in present):
             roots.add(folder)
-        for extra in _pytest_paths(here, folder, problems):
+        for extra in _pytest_paths(here, folder, present, problems):
             roots.add(extra)
     return sorted(roots), problems
 
 
-def _pytest_paths(here: Path, folder: str, problems: list[tuple[str, str]]) -> list[str]:
-    """The `pythonpath` entries of the pytest configuration in `here`, as relpaths."""
+_CONFIGURATION = frozenset(PROJECT_MARKERS) | {"pyproject.toml"} | {n for n, _s in _PYTEST_INI}
+
+
+def _configuration_in(here: Path) -> frozenset[str]:
+    """The names of configuration files in the folder here: one listing of it, where
+    looking for each name took ten calls a folder (Django: 650 folders, 0.05 s)."""
+    try:
+        with os.scandir(here) as entries:
+            return frozenset(e.name for e in entries if e.name in _CONFIGURATION)
+    except OSError:
+        return frozenset()
+
+
+def _pytest_paths(
+    here: Path, folder: str, present: frozenset[str], problems: list[tuple[str, str]]
+) -> list[str]:
+    """The `pythonpath` entries of the pytest configuration in `here` (whose configuration
+    files are `present`), as relpaths."""
     entries: list[str] = []
-    pyproject = _text(here / "pyproject.toml", problems, folder)
+    pyproject = (
+        _text(here / "pyproject.toml", problems, folder) if "pyproject.toml" in present else None
+    )
     if pyproject is not None:
         try:
             table = tomllib.loads(pyproject)
@@ -109,7 +131,7 @@ def _pytest_paths(here: Path, folder: str, problems: list[tuple[str, str]]) -> l
             elif isinstance(value, list):
                 entries += [v for v in value if isinstance(v, str)]
     for name, section in _PYTEST_INI:
-        text = _text(here / name, problems, folder)
+        text = _text(here / name, problems, folder) if name in present else None
         if text is None:
             continue
         parser = configparser.ConfigParser(interpolation=None)

@@ -123,19 +123,20 @@ def _glimpse_prepare(
     if point is None or glimpses is None:
         return None
     _folder, relpath, line, col = point
-    seen = glimpses.of_file(relpath)
-    opened = ls.open_text(uri)
-    if (
-        seen is None
-        or seen.index is None
-        or (opened is not None and opened[0].encode() != seen.index.source(relpath))
-    ):
-        return None
-    entity = entity_under(seen, relpath, line, col)
-    if entity is None or (types_only and entity.kind != "class"):
-        return None
-    # what a client asks next: the glimpse for it is made next
-    ls.glimpser.submit(glimpses.for_request, entity.id, "subtypes" if types_only else "incoming")
+    with glimpses.busy():  # the build waits on until the glimpse asked next is made
+        seen = glimpses.of_file(relpath)
+        opened = ls.open_text(uri)
+        if (
+            seen is None
+            or seen.index is None
+            or (opened is not None and opened[0].encode() != seen.index.source(relpath))
+        ):
+            return None
+        entity = entity_under(seen, relpath, line, col)
+        if entity is None or (types_only and entity.kind != "class"):
+            return None
+        # what a client asks next: the glimpse for it is made next
+        ls.glimpser.submit(glimpses.soon(entity.id, "subtypes" if types_only else "incoming"))
     return seen.stats.files if seen.stats else 0, [_hierarchy_item(ls, seen, entity, types_only)]
 
 

@@ -9,7 +9,8 @@ dropped with the first build's end: from then on the folder's own graph answers.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from anchor_ls.index import Entity
@@ -29,8 +30,10 @@ class Glimpses:
         self.exclude = tuple(exclude)
         self.source_roots = tuple(source_roots)
         self._lock = threading.RLock()  # a scope may need a glimpse of its entity's file
-        self._idle = threading.Event()  # set while no glimpse is being made
+        self._idle = threading.Event()  # set while no glimpse is being made or awaited
         self._idle.set()
+        self._busy = 0  # glimpses being made, asked for or about to be (see soon)
+        self._busy_lock = threading.Lock()
         self._corpus: Corpus | None = None
         self._made: dict[tuple[frozenset[str], frozenset[str] | None], Folder] = {}
         # (what, id) -> its glimpse: a scope is found by reading every file's text, and a
@@ -54,6 +57,39 @@ class Glimpses:
             ("used", entity_id),
             lambda corpus: used_scope(corpus, entity_id, self._text_of(entity_id)),
         )
+
+    def soon(self, entity_id: str, which: str) -> Callable[[], Folder | None]:
+        """for_request(entity_id, which), to be run on another thread: the build waits
+        from now on, not only once that thread begins it."""
+        self._begin()
+
+        def run() -> Folder | None:
+            try:
+                return self.for_request(entity_id, which)
+            finally:
+                self._end()
+
+        return run
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """The build waits while this runs (a glimpse, or what asks for several)."""
+        self._begin()
+        try:
+            yield
+        finally:
+            self._end()
+
+    def _begin(self) -> None:
+        with self._busy_lock:
+            self._busy += 1
+            self._idle.clear()
+
+    def _end(self) -> None:
+        with self._busy_lock:
+            self._busy -= 1
+            if not self._busy:
+                self._idle.set()
 
     def _kind_of(self, entity_id: str) -> str:
         found = self._own(entity_id)
@@ -83,22 +119,17 @@ class Glimpses:
     ) -> Folder | None:
         """The glimpse of the scope scope_of finds (None: no glimpse can answer), with the
         sites that mention wanted resolved (None: every site)."""
-        with self._lock:
+        with self.busy(), self._lock:
             if key in self._asked:
                 return self._asked[key]
-            outermost = self._idle.is_set()
-            self._idle.clear()
-            try:
-                return self._make(key, scope_of, wanted)
-            finally:
-                if outermost:
-                    self._idle.set()
+            return self._make(key, scope_of, wanted)
 
-    def wait_idle(self, timeout: float) -> None:
-        """Indexer thread: wait (at most timeout seconds) while a glimpse is being made.
-        The build's own thread, beside a glimpse, halves its speed: the interpreter lock
-        takes turns (Django, QuerySet.filter: 1.0 s alone, 3.3 s beside the build)."""
-        self._idle.wait(timeout)
+    def wait_idle(self, timeout: float) -> bool:
+        """Indexer thread: wait (at most timeout seconds) while a glimpse is being made or
+        awaited. The build's own thread, beside a glimpse, halves its speed: the interpreter lock
+        takes turns (Django, QuerySet.filter: 1.0 s alone, 3.3 s beside the build).
+        False: a glimpse is still being made or awaited."""
+        return self._idle.wait(timeout)
 
     def _make(
         self,
