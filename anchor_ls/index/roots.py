@@ -96,7 +96,7 @@ def project_roots(repo: Path, folders: Iterable[str]) -> tuple[list[str], list[t
     return sorted(roots), problems
 
 
-_CONFIGURATION = frozenset(PROJECT_MARKERS) | {"pyproject.toml"} | {n for n, _s in _PYTEST_INI}
+_CONFIGURATION = frozenset(PROJECT_MARKERS) | {name for name, _section in _PYTEST_INI}
 
 
 def _configuration_in(here: Path) -> frozenset[str]:

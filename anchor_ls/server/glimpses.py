@@ -126,9 +126,9 @@ class Glimpses:
 
     def wait_idle(self, timeout: float) -> bool:
         """Indexer thread: wait (at most timeout seconds) while a glimpse is being made or
-        awaited. The build's own thread, beside a glimpse, halves its speed: the interpreter lock
-        takes turns (Django, QuerySet.filter: 1.0 s alone, 3.3 s beside the build).
-        False: a glimpse is still being made or awaited."""
+        awaited; False: it still is. The build's own thread, beside a glimpse, halves its
+        speed: the interpreter lock takes turns (Django, QuerySet.filter: 1.0 s alone,
+        3.3 s beside the build)."""
         return self._idle.wait(timeout)
 
     def _make(
