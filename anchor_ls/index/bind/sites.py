@@ -191,8 +191,9 @@ def mentions(value: object, names: frozenset[str]) -> bool:
     """Whether a string of names is anywhere in value (an expression, or tuples of them):
     a name read, an attribute, a keyword or a constant (`getattr(x, "name")`). Read off
     its repr, where each is quoted: a tenth of the time of a walk, for every site of a
-    glimpse (a constant with the quoted name in it matches too: one more site resolved)."""
-    return _quoted(names).search(repr(value)) is not None
+    glimpse (a constant with the quoted name in it matches too: one more site resolved).
+    No names: nothing (the pattern of none would find every empty string)."""
+    return bool(names) and _quoted(names).search(repr(value)) is not None
 
 
 @lru_cache(maxsize=64)
@@ -209,8 +210,8 @@ def want(db: BinderState, names: frozenset[str] | None, depth: int) -> None:
     arguments (what a caller passes reaches a receiver through attributes and containers
     too: Django's Collector.collect(objs) stores objs that another method iterates and
     filters). Of the reads, only the property reads and references of names."""
-    db.wanted = names
-    if names is None:
+    db.wanted, db.wanted_in = names, {}
+    if not names:  # every site, or none (a glimpse of a file names its definitions only)
         return
     readers: list[tuple[frozenset[str], list[CallSite], frozenset[str]]] = []
     for path, summary in db.summaries.items():
@@ -242,7 +243,6 @@ def want(db: BinderState, names: frozenset[str] | None, depth: int) -> None:
             break
         names = names | grown
     db.wanted = names
-    db.wanted_in = {}
 
 
 def _wanted_in(db: BinderState, path: str) -> frozenset[str] | None:
@@ -252,9 +252,8 @@ def _wanted_in(db: BinderState, path: str) -> frozenset[str] | None:
         return wanted
     known = db.wanted_in.get(path)
     if known is None:
-        bound = (b.name for s in db.summaries[path].scopes for b in s.bindings)
-        values = (b.value for s in db.summaries[path].scopes for b in s.bindings)
-        known = wanted | {n for n, v in zip(bound, values, strict=True) if mentions(v, wanted)}
+        scopes = db.summaries[path].scopes
+        known = wanted | {b.name for s in scopes for b in s.bindings if mentions(b.value, wanted)}
         db.wanted_in[path] = known
     return known
 
